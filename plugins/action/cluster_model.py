@@ -1,0 +1,57 @@
+# Copyright: slipway.cluster contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Build the validated cluster model on the controller, before any host is contacted."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.slipway.cluster.plugins.module_utils._model import (
+    DEFAULT_SETTINGS,
+    ModelError,
+    build_model,
+    format_problems,
+)
+
+ARGUMENT_SPEC = {"settings": {"type": "dict", "default": {}}}
+# Host variables the model reads; nothing else of hostvars is templated.
+HOST_VARIABLES = ("ip", "ansible_host", "access_ip")
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
+        if validation.error_messages:
+            raise AnsibleActionFail("; ".join(validation.error_messages))
+        settings = {key: self._templar.template(task_vars[key]) for key in DEFAULT_SETTINGS if key in task_vars}
+        settings.update(validation.validated_parameters["settings"])
+        groups = task_vars.get("groups", {})
+        hostvars = task_vars.get("hostvars", {})
+        wanted = set()
+        for group in ("kube_control_plane", "kube_node", "etcd", "loadbalancer"):
+            wanted.update(groups.get(group) or [])
+        host_settings = {
+            host: {key: hostvars[host].get(key) for key in HOST_VARIABLES if hostvars[host].get(key) is not None}
+            for host in wanted
+        }
+        try:
+            model = build_model(groups, host_settings, settings)
+        except ModelError as err:
+            result["failed"] = True
+            result["msg"] = format_problems(
+                err.problems,
+                f"The inventory has {len(err.problems)} problem(s); nothing was changed on any host:",
+            )
+            return result
+        result["changed"] = False
+        result["ansible_facts"] = {"slipway_cluster": model}
+        for warning in model["warnings"]:
+            self._display.warning(warning)
+        return result

@@ -1,0 +1,65 @@
+# Copyright: slipway.cluster contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Judge every node's facts against the cluster model on the controller and report all problems at once."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.slipway.cluster.plugins.module_utils._host_checks import (
+    DEFAULT_OPTIONS,
+    check_hosts,
+    node_summary,
+)
+from ansible_collections.slipway.cluster.plugins.module_utils._model import format_problems
+
+ARGUMENT_SPEC = {
+    "model": {"type": "dict", "required": True},
+    "facts_var": {"type": "str", "required": True},
+    "options": {"type": "dict", "default": {}},
+    "hosts": {"type": "list", "elements": "str"},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
+        if validation.error_messages:
+            raise AnsibleActionFail("; ".join(validation.error_messages))
+        args = validation.validated_parameters
+        unknown = sorted(set(args["options"]) - set(DEFAULT_OPTIONS))
+        if unknown:
+            raise AnsibleActionFail(f"unknown host check option(s): {', '.join(unknown)}")
+        model = args["model"]
+        hostvars = task_vars.get("hostvars", {})
+        checked = set(args["hosts"] if args["hosts"] is not None else model["nodes"])
+        in_scope = {**model, "nodes": {name: node for name, node in model["nodes"].items() if name in checked}}
+        facts = {}
+        for host in in_scope["nodes"]:
+            registered = hostvars[host].get(args["facts_var"]) if host in hostvars else None
+            if isinstance(registered, dict) and not registered.get("failed") and "node_facts" in registered:
+                facts[host] = registered["node_facts"]
+        problems, warnings = check_hosts(in_scope, facts, args["options"])
+        result["warnings_found"] = [str(w) for w in warnings]
+        for warning in warnings:
+            self._display.warning(str(warning))
+        if problems:
+            result["failed"] = True
+            result["msg"] = format_problems(
+                problems, f"The hosts have {len(problems)} problem(s); nothing was changed on any host:"
+            )
+            return result
+        nodes = {
+            name: {**node, "facts": node_summary(facts[name])} if name in facts else node
+            for name, node in model["nodes"].items()
+        }
+        result["changed"] = False
+        result["ansible_facts"] = {"slipway_cluster": {**model, "nodes": nodes, "warnings": model["warnings"] + result["warnings_found"]}}
+        return result

@@ -1,0 +1,406 @@
+# Private to the slipway.cluster collection: no compatibility promise outside it.
+"""The validated cluster model.
+
+Turns the inventory (groups and host variables) and the cluster-wide ``slipway_*``
+settings into one normalized model of the cluster, or into the complete list of
+problems that stop the run. Pure Python: no Ansible, no network, so every bad
+input is a unit test.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+SUPPORTED_KUBERNETES_MINORS = ("1.34", "1.35", "1.36")
+LB_MODES = ("local_haproxy", "vip", "external")
+CNIS = ("flannel", "calico", "cilium", "none")
+ETCD_MODES = ("stacked", "external")
+ARTIFACT_SOURCES = ("upstream", "mirror", "bundle")
+
+GROUP_CONTROL_PLANE = "kube_control_plane"
+GROUP_NODE = "kube_node"
+GROUP_ETCD = "etcd"
+GROUP_LB = "loadbalancer"
+
+# Kubernetes node names are RFC 1123 DNS subdomains.
+_NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_HOSTNAME = _NODE_NAME
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
+
+DEFAULT_SETTINGS: dict[str, Any] = {
+    "slipway_cluster_name": "slipway",
+    "slipway_kubernetes_version": "1.36.2",
+    "slipway_dns_domain": "cluster.local",
+    "slipway_pod_cidr": "10.233.64.0/18",
+    "slipway_service_cidr": "10.233.0.0/18",
+    "slipway_node_cidr_mask_size": 24,
+    "slipway_lb_mode": "local_haproxy",
+    "slipway_lb_port": 8443,
+    "slipway_apiserver_port": 6443,
+    "slipway_control_plane_endpoint": "",
+    "slipway_cni": "flannel",
+    "slipway_etcd_mode": "stacked",
+    "slipway_artifacts_source": "upstream",
+    "slipway_kubesphere_enabled": False,
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the input: where it is, and what to change."""
+
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+@dataclass
+class _Collector:
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+
+    def error(self, where: str, message: str) -> None:
+        self.problems.append(Problem(where, message))
+
+    def warn(self, where: str, message: str) -> None:
+        self.warnings.append(Problem(where, message))
+
+
+class ModelError(Exception):
+    """Raised with every problem found, so they can be reported at once."""
+
+    def __init__(self, problems: list[Problem], warnings: list[Problem] | None = None):
+        self.problems = problems
+        self.warnings = warnings or []
+        super().__init__(format_problems(problems))
+
+
+def format_problems(problems: list[Problem], title: str = "") -> str:
+    lines = [title] if title else []
+    lines.extend(f"  - {p}" for p in problems)
+    return "\n".join(lines)
+
+
+def parse_version(value: Any) -> tuple[int, int, int] | None:
+    match = _VERSION.match(str(value).strip())
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2)), int(match.group(3))
+
+
+def _ip(value: Any) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(str(value).strip())
+    except ValueError:
+        return None
+
+
+def _group(groups: Mapping[str, Any], name: str) -> list[str]:
+    return list(groups.get(name) or [])
+
+
+def _parse_cidr(col: _Collector, var: str, value: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    text = str(value or "").strip()
+    try:
+        return ipaddress.ip_network(text, strict=True)
+    except ValueError:
+        pass
+    try:
+        loose = ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        col.error(var, f"'{text}' is not a network in CIDR notation; set it like 10.233.64.0/18")
+        return None
+    col.error(var, f"'{text}' has host bits set; set it to the network address {loose}")
+    return None
+
+
+def _parse_endpoint(text: str, default_port: int) -> tuple[str, int | None]:
+    """Split ``host[:port]`` (IPv6 as ``[addr]:port``); port None when it is not a number."""
+    text = text.strip()
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ""
+    elif text.count(":") == 1:
+        host, _, port_text = text.partition(":")
+    else:
+        host, port_text = text, ""
+    if not port_text:
+        return host, default_port
+    if port_text.isdigit() and 0 < int(port_text) < 65536:
+        return host, int(port_text)
+    return host, None
+
+
+_TRUE = ("yes", "on", "true", "1", "y", "t")
+_FALSE = ("no", "off", "false", "0", "n", "f")
+
+
+def _bool(col: _Collector, var: str, value: Any) -> bool:
+    """Booleans as Ansible reads them: true/false, yes/no, on/off, 1/0."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    col.error(var, f"'{value}' is not a boolean; set true or false")
+    return False
+
+
+def _port(col: _Collector, var: str, value: Any) -> int:
+    try:
+        port = int(value)
+    except (TypeError, ValueError):
+        port = 0
+    if not 0 < port < 65536 or isinstance(value, bool):
+        col.error(var, f"'{value}' is not a TCP port; set a number from 1 to 65535")
+        return 0
+    return port
+
+
+def _choice(col: _Collector, var: str, value: Any, choices: tuple[str, ...]) -> str:
+    if value in choices:
+        return str(value)
+    col.error(var, f"unknown value '{value}'; set one of: {', '.join(choices)}")
+    return ""
+
+
+def _node_address(col: _Collector, host: str, hostvars: Mapping[str, Any]) -> str:
+    """The address Kubernetes binds to: ``ip``, else ``ansible_host`` when it is an IP."""
+    if hostvars.get("ip"):
+        if _ip(hostvars["ip"]) is None:
+            col.error(f"host {host}", f"ip '{hostvars['ip']}' is not an IP address; set ip: to the node's IPv4 address")
+            return ""
+        return str(_ip(hostvars["ip"]))
+    ansible_host = hostvars.get("ansible_host")
+    if ansible_host and _ip(ansible_host) is not None:
+        return str(_ip(ansible_host))
+    if ansible_host:
+        col.error(
+            f"host {host}",
+            f"ansible_host '{ansible_host}' is not an IP address and ip is not set; "
+            "set ip: to the address Kubernetes should use on this node",
+        )
+    else:
+        col.error(f"host {host}", "has neither ip nor ansible_host; set ip: to the node's IPv4 address")
+    return ""
+
+
+def _check_names(col: _Collector, hosts: list[str]) -> None:
+    seen: dict[str, str] = {}
+    for host in hosts:
+        if not _NODE_NAME.match(host) or len(host) > 253:
+            col.error(
+                f"host {host}",
+                "is not a valid Kubernetes node name (lowercase letters, digits, '-' and '.'); "
+                "rename it in the inventory",
+            )
+        key = host.lower()
+        if key in seen:
+            col.error(f"host {host}", f"has the same hostname as host {seen[key]}; give each node a unique name")
+        else:
+            seen[key] = host
+
+
+def _check_addresses(col: _Collector, addresses: dict[str, str]) -> None:
+    owners: dict[str, str] = {}
+    for host, address in addresses.items():
+        if not address:
+            continue
+        if address in owners:
+            col.error(f"host {host}", f"has the same address {address} as host {owners[address]}; give each node its own ip")
+        else:
+            owners[address] = host
+
+
+def _check_etcd(col: _Collector, mode: str, control_planes: list[str], etcd_group: list[str]) -> list[str]:
+    if mode == "stacked":
+        members = control_planes
+        if etcd_group and set(etcd_group) != set(control_planes):
+            col.error(
+                "group etcd",
+                "stacked etcd runs on the control planes, but the etcd group lists "
+                f"{', '.join(sorted(etcd_group))}; make it equal to kube_control_plane "
+                "or set slipway_etcd_mode: external",
+            )
+    else:
+        members = etcd_group
+        if not members:
+            col.error("group etcd", "slipway_etcd_mode is external but the etcd group has no host; add 1, 3 or 5 hosts")
+    if members and len(members) % 2 == 0:
+        col.error(
+            "group etcd" if mode == "external" else "group kube_control_plane",
+            f"etcd would have {len(members)} members; an even number gives no extra fault tolerance "
+            f"and can split; use {len(members) - 1} or {len(members) + 1}",
+        )
+    return members
+
+
+def _check_networks(col, pod, service, node_mask, addresses, node_count, vip):
+    if pod is not None and service is not None and pod.version == service.version and pod.overlaps(service):
+        col.error("slipway_pod_cidr", f"{pod} overlaps slipway_service_cidr {service}; choose ranges that do not overlap")
+    for var, net in (("slipway_pod_cidr", pod), ("slipway_service_cidr", service)):
+        if net is None:
+            continue
+        inside = [f"{host} ({address})" for host, address in sorted(addresses.items()) if address and _ip(address) in net]
+        if inside:
+            col.error(var, f"{net} contains the address of host {', '.join(inside)}; choose a range outside the nodes' network")
+        if vip is not None and vip in net:
+            col.error(var, f"{net} contains the control plane endpoint {vip}; choose a range outside the nodes' network")
+    if service is not None and service.version == 4 and service.prefixlen < 12:
+        col.error("slipway_service_cidr", f"{service} is larger than the API server accepts; use a prefix of /12 or longer")
+    if pod is not None and isinstance(node_mask, int) and pod.version == 4:
+        if node_mask <= pod.prefixlen or node_mask > 30:
+            col.error(
+                "slipway_node_cidr_mask_size",
+                f"{node_mask} must be longer than slipway_pod_cidr's /{pod.prefixlen} and at most 30",
+            )
+        else:
+            capacity = 2 ** (node_mask - pod.prefixlen)
+            if capacity < node_count:
+                col.error(
+                    "slipway_pod_cidr",
+                    f"{pod} holds {capacity} node ranges of /{node_mask} but the cluster has "
+                    f"{node_count} nodes; use a larger range",
+                )
+
+
+def _endpoint(col, mode, settings, control_planes, addresses, lb_hosts):
+    """Where kubeadm, kubelets and kubeconfigs reach the API servers."""
+    raw = str(settings.get("slipway_control_plane_endpoint") or "").strip()
+    lb_port = _port(col, "slipway_lb_port", settings.get("slipway_lb_port"))
+    api_port = _port(col, "slipway_apiserver_port", settings.get("slipway_apiserver_port"))
+    first_cp = control_planes[0] if control_planes else ""
+    endpoint: dict[str, Any] = {"mode": mode, "lb_port": lb_port, "apiserver_port": api_port, "vip": ""}
+    if mode == "local_haproxy":
+        if raw:
+            col.error(
+                "slipway_control_plane_endpoint",
+                "is only used with slipway_lb_mode vip or external; remove it or change slipway_lb_mode",
+            )
+        endpoint.update(host="127.0.0.1", port=lb_port, external_host=addresses.get(first_cp, ""), external_port=api_port)
+        endpoint["lb_hosts"] = []
+    elif mode == "vip":
+        host, port = _parse_endpoint(raw, lb_port)
+        vip = _ip(host)
+        if not raw:
+            col.error("slipway_control_plane_endpoint", "slipway_lb_mode is vip: set it to the virtual IP, e.g. 10.0.0.250")
+        elif vip is None:
+            col.error("slipway_control_plane_endpoint", f"'{host}' is not an IP address; the vip mode needs a virtual IP")
+        elif str(vip) in addresses.values():
+            owner = next(h for h, a in addresses.items() if a == str(vip))
+            col.error("slipway_control_plane_endpoint", f"{vip} is host {owner}'s address; choose an unused address for the virtual IP")
+        if port is None:
+            col.error("slipway_control_plane_endpoint", f"'{raw}' has an invalid port; use ADDRESS or ADDRESS:PORT")
+        endpoint.update(host=str(vip or host), port=port or lb_port, external_host=str(vip or host),
+                        external_port=port or lb_port, vip=str(vip or ""), lb_hosts=lb_hosts or list(control_planes))
+    elif mode == "external":
+        host, port = _parse_endpoint(raw, api_port)
+        if not raw:
+            col.error("slipway_control_plane_endpoint", "slipway_lb_mode is external: set it to your load balancer's address[:port]")
+        elif _ip(host) is None and not _HOSTNAME.match(host.lower()):
+            col.error("slipway_control_plane_endpoint", f"'{host}' is neither an IP address nor a DNS name")
+        if port is None:
+            col.error("slipway_control_plane_endpoint", f"'{raw}' has an invalid port; use ADDRESS or ADDRESS:PORT")
+        endpoint.update(host=host, port=port or api_port, external_host=host, external_port=port or api_port, lb_hosts=[])
+    else:
+        endpoint.update(host="", port=0, external_host="", external_port=0, lb_hosts=[])
+    endpoint["address"] = _join_host_port(endpoint["host"], endpoint["port"])
+    endpoint["url"] = f"https://{endpoint['address']}"
+    endpoint["external_url"] = f"https://{_join_host_port(endpoint['external_host'], endpoint['external_port'])}"
+    return endpoint
+
+
+def _join_host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def build_model(groups: Mapping[str, Any], hostvars: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate the inventory and settings; return the model or raise ModelError with every problem."""
+    col = _Collector()
+    settings = {**DEFAULT_SETTINGS, **{k: v for k, v in settings.items() if v is not None}}
+
+    control_planes = _group(groups, GROUP_CONTROL_PLANE)
+    workers = _group(groups, GROUP_NODE)
+    etcd_group = _group(groups, GROUP_ETCD)
+    lb_group = _group(groups, GROUP_LB)
+    if not control_planes:
+        col.error("group kube_control_plane", "has no host; add at least one control plane host")
+
+    cluster_hosts = list(dict.fromkeys(control_planes + workers))
+    all_hosts = list(dict.fromkeys(cluster_hosts + etcd_group + lb_group))
+    _check_names(col, all_hosts)
+    addresses = {h: _node_address(col, h, hostvars.get(h, {})) for h in all_hosts}
+    _check_addresses(col, addresses)
+
+    parsed = parse_version(settings["slipway_kubernetes_version"])
+    version = ""
+    if parsed is None:
+        col.error(
+            "slipway_kubernetes_version",
+            f"'{settings['slipway_kubernetes_version']}' is not a Kubernetes version; set it like 1.36.2",
+        )
+    elif f"{parsed[0]}.{parsed[1]}" not in SUPPORTED_KUBERNETES_MINORS:
+        col.error(
+            "slipway_kubernetes_version",
+            f"{parsed[0]}.{parsed[1]} is not supported; use a release of {', '.join(SUPPORTED_KUBERNETES_MINORS)}",
+        )
+    else:
+        version = "%d.%d.%d" % parsed
+
+    lb_mode = _choice(col, "slipway_lb_mode", settings["slipway_lb_mode"], LB_MODES)
+    cni = _choice(col, "slipway_cni", settings["slipway_cni"], CNIS)
+    etcd_mode = _choice(col, "slipway_etcd_mode", settings["slipway_etcd_mode"], ETCD_MODES)
+    source = _choice(col, "slipway_artifacts_source", settings["slipway_artifacts_source"], ARTIFACT_SOURCES)
+    kubesphere = _bool(col, "slipway_kubesphere_enabled", settings["slipway_kubesphere_enabled"])
+    if lb_group and lb_mode in ("local_haproxy", "external"):
+        col.warn("group loadbalancer", f"its hosts are only used with slipway_lb_mode vip; with {lb_mode} they get nothing")
+
+    etcd_members = _check_etcd(col, etcd_mode or "stacked", control_planes, etcd_group) if etcd_mode else []
+
+    pod = _parse_cidr(col, "slipway_pod_cidr", settings["slipway_pod_cidr"])
+    service = _parse_cidr(col, "slipway_service_cidr", settings["slipway_service_cidr"])
+    node_mask = settings["slipway_node_cidr_mask_size"]
+    if isinstance(node_mask, bool) or not isinstance(node_mask, int):
+        col.error("slipway_node_cidr_mask_size", f"'{node_mask}' is not a number; set a prefix length such as 24")
+        node_mask = None
+    endpoint = _endpoint(col, lb_mode, settings, control_planes, addresses, lb_group)
+    _check_networks(col, pod, service, node_mask, addresses, len(cluster_hosts), _ip(endpoint.get("vip") or ""))
+
+    if col.problems or pod is None or service is None:
+        raise ModelError(col.problems, col.warnings)
+
+    nodes = {}
+    for host in all_hosts:
+        roles = [role for role, members in (
+            ("control_plane", control_planes), ("worker", workers), ("etcd", etcd_members),
+            ("loadbalancer", endpoint["lb_hosts"]),
+        ) if host in members]
+        nodes[host] = {"name": host, "address": addresses[host], "roles": roles, "kubernetes": host in cluster_hosts}
+    return {
+        "name": settings["slipway_cluster_name"],
+        "kubernetes_version": version,
+        "kubernetes_minor": version.rsplit(".", 1)[0],
+        "dns_domain": settings["slipway_dns_domain"],
+        "pod_cidr": str(pod),
+        "service_cidr": str(service),
+        "node_cidr_mask_size": node_mask,
+        "kubernetes_service_ip": str(service.network_address + 1),
+        "cluster_dns_ip": str(service.network_address + 10),
+        "cni": cni,
+        "etcd_mode": etcd_mode,
+        "artifacts_source": source,
+        "kubesphere_enabled": kubesphere,
+        "endpoint": endpoint,
+        "control_planes": control_planes,
+        "first_control_plane": control_planes[0],
+        "workers": workers,
+        "etcd_members": etcd_members,
+        "loadbalancers": endpoint["lb_hosts"],
+        "nodes": nodes,
+        "warnings": [str(w) for w in col.warnings],
+    }

@@ -1,0 +1,79 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: slipway.cluster contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: cluster_model
+short_description: Build and validate the model of the cluster from the inventory, on the controller
+version_added: 0.1.0
+author:
+  - slipway.cluster developers
+description:
+  - Turns the inventory groups (C(kube_control_plane), C(kube_node), C(etcd), C(loadbalancer), compatible
+    with kubespray) and the cluster-wide C(slipway_*) settings into one normalized model, with nodes and their
+    roles and addresses, the control plane endpoint, versions, networks.
+  - Every problem found is reported at once, in one list naming the variable or host and what to change,
+    and the task fails before any host is contacted. The module never connects to a host.
+  - Returns the model as the fact C(slipway_cluster). Used with C(run_once), the fact reaches every host of the play.
+  - The C(slipway_*) settings are read from the variables of the host the task runs for; O(settings) overrides them.
+options:
+  settings:
+    description:
+      - C(slipway_*) settings that take precedence over the variables of the same name.
+      - Known settings are C(slipway_cluster_name), C(slipway_kubernetes_version), C(slipway_dns_domain),
+        C(slipway_pod_cidr), C(slipway_service_cidr), C(slipway_node_cidr_mask_size), C(slipway_lb_mode),
+        C(slipway_lb_port), C(slipway_apiserver_port), C(slipway_control_plane_endpoint), C(slipway_cni),
+        C(slipway_etcd_mode), C(slipway_artifacts_source) and C(slipway_kubesphere_enabled).
+    type: dict
+    default: {}
+attributes:
+  action:
+    support: full
+    description: Runs entirely on the controller as an action plugin.
+  check_mode:
+    support: full
+    description: Only reads the inventory, so it runs unchanged in check mode.
+  diff_mode:
+    support: none
+    description: Changes nothing.
+seealso:
+  - module: slipway.cluster.host_checks
+"""
+
+EXAMPLES = r"""
+- name: Validate the inventory before touching any host
+  slipway.cluster.cluster_model:
+  run_once: true
+
+- name: Validate with an explicit version
+  slipway.cluster.cluster_model:
+    settings:
+      slipway_kubernetes_version: 1.36.2
+      slipway_lb_mode: vip
+      slipway_control_plane_endpoint: 10.0.0.250
+  run_once: true
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: The model, as the fact C(slipway_cluster).
+  returned: success
+  type: dict
+  contains:
+    slipway_cluster:
+      description:
+        - The normalized cluster. Keys include C(kubernetes_version), C(pod_cidr), C(service_cidr),
+          C(cluster_dns_ip), C(endpoint) (C(mode), C(host), C(port), C(address), C(url), C(external_url), C(vip),
+          C(lb_hosts)), C(control_planes), C(first_control_plane), C(workers), C(etcd_members) and C(nodes)
+          (per host C(name), C(address), C(roles)).
+      type: dict
+      returned: success
+      sample:
+        kubernetes_version: 1.36.2
+        first_control_plane: cp1
+        endpoint: {mode: local_haproxy, host: 127.0.0.1, port: 8443, address: "127.0.0.1:8443"}
+        nodes: {cp1: {name: cp1, address: 10.0.0.11, roles: [control_plane, etcd], kubernetes: true}}
+"""

@@ -1,0 +1,312 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: slipway.cluster contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: node_facts
+short_description: Read, in one round-trip, the facts a node must have before it joins a cluster
+version_added: 0.1.0
+author:
+  - slipway.cluster developers
+description:
+  - Reads the operating system, CPU count, memory, swap, cgroup version, virtualization, clock
+    synchronization, listening TCP sockets with their processes, effective capabilities, interface
+    addresses and the state of the kernel modules Kubernetes needs.
+  - Changes nothing on the node. It replaces fact gathering for the preflight checks of
+    M(slipway.cluster.host_checks) and is much cheaper than O(ansible.builtin.setup).
+  - A kernel module counts as present when it is loaded, built into the kernel (listed in
+    C(modules.builtin), present under C(/sys/module) or enabled as C(=y) in the kernel
+    configuration), so kernels built without module support work.
+options:
+  kernel_modules:
+    description:
+      - Kernel modules whose state to report.
+    type: list
+    elements: str
+    default: [overlay, br_netfilter]
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads, so it runs unchanged in check mode.
+  diff_mode:
+    support: none
+    description: The module changes nothing, so there is nothing to show.
+notes:
+  - Reads C(/proc), C(/sys) and C(/etc/os-release); runs C(ip), C(timedatectl) and C(systemctl) when present.
+"""
+
+EXAMPLES = r"""
+- name: Read what preflight needs from every node
+  slipway.cluster.node_facts:
+    kernel_modules: [overlay, br_netfilter, nf_conntrack]
+  register: __preflight_node_facts
+
+- name: Show the cgroup version
+  ansible.builtin.debug:
+    msg: "{{ __preflight_node_facts.node_facts.cgroup_version }}"
+"""
+
+RETURN = r"""
+node_facts:
+  description: What was read from the node.
+  returned: always
+  type: dict
+  contains:
+    os:
+      description: Fields of C(/etc/os-release).
+      type: dict
+      returned: always
+      sample: {id: debian, version_id: "12", pretty_name: Debian GNU/Linux 12 (bookworm), version_codename: bookworm}
+    arch:
+      description: Machine architecture as the kernel reports it.
+      type: str
+      returned: always
+      sample: x86_64
+    kernel:
+      description: Kernel release.
+      type: str
+      returned: always
+      sample: 6.1.0-18-amd64
+    hostname:
+      description: The node's current hostname.
+      type: str
+      returned: always
+      sample: cp1
+    cpus:
+      description: CPUs this node may use.
+      type: int
+      returned: always
+      sample: 4
+    memory_mb:
+      description: Total memory in MB.
+      type: int
+      returned: always
+      sample: 7954
+    swap:
+      description: Active swap.
+      type: dict
+      returned: always
+      sample: {total_mb: 0, devices: []}
+    cgroup_version:
+      description: 2 on the unified hierarchy, 1 otherwise.
+      type: int
+      returned: always
+      sample: 2
+    container:
+      description: Whether the node is itself a container (its clock is then the host's).
+      type: bool
+      returned: always
+      sample: false
+    virtualization:
+      description: What C(systemd-detect-virt) reports, or C(none).
+      type: str
+      returned: always
+      sample: kvm
+    time_sync:
+      description: Whether the clock is synchronized and which time services are active.
+      type: dict
+      returned: always
+      sample: {synchronized: true, services: [chrony]}
+    listening:
+      description: Listening TCP sockets.
+      type: list
+      elements: dict
+      returned: always
+      sample: [{address: 0.0.0.0, port: 22, process: sshd}]
+    capabilities:
+      description: Effective capabilities that matter to container runtimes.
+      type: dict
+      returned: always
+      sample: {sys_admin: true, sys_resource: true, net_admin: true}
+    addresses:
+      description: Interface addresses.
+      type: list
+      elements: dict
+      returned: always
+      sample: [{interface: eth0, address: 10.0.0.11, prefix: 24}]
+    kernel_modules:
+      description: For each requested module, C(loaded), C(builtin) (built into the kernel), C(available) (can be loaded) or C(missing).
+      type: dict
+      returned: always
+      sample: {overlay: builtin, br_netfilter: loaded}
+"""
+
+import glob
+import json
+import os
+import platform
+import socket
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.slipway.cluster.plugins.module_utils._kernel import module_states
+
+_TIME_SERVICES = ("chrony", "chronyd", "systemd-timesyncd", "ntp", "ntpd", "ntpsec", "openntpd")
+_CAPS = {"net_admin": 12, "sys_admin": 21, "sys_resource": 24}
+
+
+def _read(path: str, default: str = "") -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return default
+
+
+def os_release() -> dict:
+    result = {}
+    for line in _read("/etc/os-release").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            result[key.strip().lower()] = value.strip().strip('"')
+    return result
+
+
+def meminfo() -> dict:
+    values = {}
+    for line in _read("/proc/meminfo").splitlines():
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts:
+            values[key] = int(parts[0]) // 1024
+    return values
+
+
+def swap_devices() -> list:
+    lines = _read("/proc/swaps").splitlines()[1:]
+    return [line.split()[0] for line in lines if line.strip()]
+
+
+def cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 0
+
+
+def capabilities() -> dict:
+    eff = 0
+    for line in _read("/proc/self/status").splitlines():
+        if line.startswith("CapEff:"):
+            eff = int(line.split()[1], 16)
+    return {name: bool(eff >> bit & 1) for name, bit in _CAPS.items()}
+
+
+def _socket_inodes() -> dict:
+    owners = {}
+    for fd in glob.glob("/proc/[0-9]*/fd/*"):
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            pid = fd.split("/")[2]
+            owners.setdefault(target[8:-1], pid)
+    return owners
+
+
+def _hex_address(text: str) -> str:
+    raw = bytes.fromhex(text)
+    if len(raw) == 4:
+        return socket.inet_ntop(socket.AF_INET, raw[::-1])
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+    return socket.inet_ntop(socket.AF_INET6, words)
+
+
+def listening() -> list:
+    owners = None
+    result = []
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in _read(path).splitlines()[1:]:
+            fields = line.split()
+            if len(fields) < 10 or fields[3] != "0A":
+                continue
+            if owners is None:
+                owners = _socket_inodes()
+            address, _, port = fields[1].partition(":")
+            pid = owners.get(fields[9])
+            process = _read(f"/proc/{pid}/comm").strip() if pid else ""
+            result.append({"address": _hex_address(address), "port": int(port, 16), "process": process})
+    return result
+
+
+def addresses(module: AnsibleModule) -> list:
+    ip_bin = module.get_bin_path("ip")
+    if not ip_bin:
+        return []
+    rc, out, _ = module.run_command([ip_bin, "-j", "addr", "show"])
+    if rc != 0:
+        return []
+    result = []
+    for link in json.loads(out or "[]"):
+        for info in link.get("addr_info", []):
+            if info.get("scope") == "host" and link.get("ifname") != "lo":
+                continue
+            result.append({"interface": link.get("ifname", ""), "address": info.get("local", ""), "prefix": info.get("prefixlen", 0)})
+    return result
+
+
+def virtualization(module: AnsibleModule) -> tuple:
+    detect = module.get_bin_path("systemd-detect-virt")
+    kind = "none"
+    container = os.path.exists("/run/.containerenv") or os.path.exists("/.dockerenv")
+    if detect:
+        _, out, _ = module.run_command([detect, "--container"])
+        if out.strip() and out.strip() != "none":
+            return out.strip(), True
+        _, out, _ = module.run_command([detect])
+        kind = out.strip() or "none"
+    marker = _read("/run/systemd/container").strip()
+    if marker:
+        return marker, True
+    return kind, container
+
+
+def time_sync(module: AnsibleModule) -> dict:
+    synchronized = False
+    timedatectl = module.get_bin_path("timedatectl")
+    if timedatectl:
+        rc, out, _ = module.run_command([timedatectl, "show", "-p", "NTPSynchronized", "--value"])
+        synchronized = rc == 0 and out.strip() == "yes"
+    services = []
+    systemctl = module.get_bin_path("systemctl")
+    if systemctl:
+        _, out, _ = module.run_command([systemctl, "is-active", *_TIME_SERVICES])
+        services = [name for name, state in zip(_TIME_SERVICES, out.split()) if state == "active"]
+    return {"synchronized": synchronized, "services": services}
+
+
+def gather(module: AnsibleModule) -> dict:
+    mem = meminfo()
+    virt, container = virtualization(module)
+    return {
+        "os": os_release(),
+        "arch": platform.machine(),
+        "kernel": platform.release(),
+        "hostname": socket.gethostname(),
+        "cpus": cpus(),
+        "memory_mb": mem.get("MemTotal", 0),
+        "swap": {"total_mb": mem.get("SwapTotal", 0), "devices": swap_devices()},
+        "cgroup_version": 2 if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else 1,
+        "container": container,
+        "virtualization": virt,
+        "time_sync": time_sync(module),
+        "listening": listening(),
+        "capabilities": capabilities(),
+        "addresses": addresses(module),
+        "kernel_modules": module_states(module.params["kernel_modules"]),
+    }
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={"kernel_modules": {"type": "list", "elements": "str", "default": ["overlay", "br_netfilter"]}},
+        supports_check_mode=True,
+    )
+    module.exit_json(changed=False, node_facts=gather(module))
+
+
+if __name__ == "__main__":
+    main()

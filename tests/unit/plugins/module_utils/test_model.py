@@ -1,0 +1,306 @@
+# Unit tests of the cluster model: every bad input is reported, all at once, naming what to change.
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from ansible_collections.slipway.cluster.plugins.module_utils._model import (
+    ModelError,
+    build_model,
+    parse_version,
+)
+
+GOOD_GROUPS = {
+    "kube_control_plane": ["cp1", "cp2", "cp3"],
+    "kube_node": ["w1", "w2"],
+    "etcd": ["cp1", "cp2", "cp3"],
+}
+GOOD_HOSTVARS = {
+    "cp1": {"ansible_host": "10.0.0.11"},
+    "cp2": {"ansible_host": "10.0.0.12"},
+    "cp3": {"ansible_host": "10.0.0.13", "ip": "10.0.1.13"},
+    "w1": {"ansible_host": "10.0.0.21"},
+    "w2": {"ansible_host": "10.0.0.22"},
+    "lb1": {"ansible_host": "10.0.0.31"},
+}
+
+
+def build(groups=None, hostvars=None, **settings):
+    return build_model(groups or GOOD_GROUPS, hostvars or GOOD_HOSTVARS, settings)
+
+
+def problems(groups=None, hostvars=None, **settings) -> list[str]:
+    with pytest.raises(ModelError) as err:
+        build(groups, hostvars, **settings)
+    return [str(p) for p in err.value.problems]
+
+
+def one_problem(groups=None, hostvars=None, **settings) -> str:
+    found = problems(groups, hostvars, **settings)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_good_inventory_gives_the_model():
+    model = build()
+    assert model["kubernetes_version"] == "1.36.2"
+    assert model["kubernetes_minor"] == "1.36"
+    assert model["first_control_plane"] == "cp1"
+    assert model["control_planes"] == ["cp1", "cp2", "cp3"]
+    assert model["workers"] == ["w1", "w2"]
+    assert model["etcd_members"] == ["cp1", "cp2", "cp3"]
+    assert model["nodes"]["cp3"]["address"] == "10.0.1.13"  # ip wins over ansible_host
+    assert model["nodes"]["cp1"]["roles"] == ["control_plane", "etcd"]
+    assert model["nodes"]["w1"]["roles"] == ["worker"]
+    assert model["cluster_dns_ip"] == "10.233.0.10"
+    assert model["kubernetes_service_ip"] == "10.233.0.1"
+    assert model["endpoint"]["address"] == "127.0.0.1:8443"
+    assert model["endpoint"]["external_url"] == "https://10.0.0.11:6443"
+    assert model["warnings"] == []
+
+
+def test_version_with_v_prefix_is_normalized():
+    assert build(slipway_kubernetes_version="v1.35.4")["kubernetes_version"] == "1.35.4"
+
+
+@pytest.mark.parametrize("text,parsed", [("1.36.2", (1, 36, 2)), ("v1.34.0", (1, 34, 0)), ("1.36", None), ("latest", None)])
+def test_parse_version(text, parsed):
+    assert parse_version(text) == parsed
+
+
+def test_no_control_plane():
+    groups = {"kube_node": ["w1"]}
+    found = problems(groups)
+    assert any(p.startswith("group kube_control_plane: has no host") for p in found)
+
+
+def test_empty_control_plane_group_with_workers_only_is_one_clear_problem():
+    found = problems({"kube_control_plane": [], "kube_node": ["w1", "w2"]})
+    assert found == ["group kube_control_plane: has no host; add at least one control plane host"]
+
+
+@pytest.mark.parametrize("cps", [["cp1", "cp2"], ["cp1", "cp2", "cp3", "w1"]])
+def test_even_number_of_stacked_etcd_members(cps):
+    msg = one_problem({"kube_control_plane": cps, "kube_node": ["w2"]})
+    assert msg.startswith("group kube_control_plane: etcd would have")
+    assert f"use {len(cps) - 1} or {len(cps) + 1}" in msg
+
+
+def test_even_number_of_external_etcd_members():
+    groups = {**GOOD_GROUPS, "etcd": ["cp1", "cp2"]}
+    msg = one_problem(groups, slipway_etcd_mode="external")
+    assert msg.startswith("group etcd: etcd would have 2 members")
+
+
+def test_external_etcd_needs_members():
+    groups = {k: v for k, v in GOOD_GROUPS.items() if k != "etcd"}
+    assert one_problem(groups, slipway_etcd_mode="external").startswith("group etcd: slipway_etcd_mode is external")
+
+
+def test_stacked_etcd_group_must_match_control_planes():
+    groups = {**GOOD_GROUPS, "etcd": ["cp1", "w1", "w2"]}
+    msg = one_problem(groups)
+    assert msg.startswith("group etcd: stacked etcd runs on the control planes")
+    assert "slipway_etcd_mode: external" in msg
+
+
+def test_external_etcd_members_are_in_the_model():
+    groups = {**GOOD_GROUPS, "etcd": ["w1", "w2", "lb1"]}
+    model = build(groups, slipway_etcd_mode="external")
+    assert model["etcd_members"] == ["w1", "w2", "lb1"]
+    assert model["nodes"]["lb1"]["roles"] == ["etcd"]
+    assert model["nodes"]["lb1"]["kubernetes"] is False
+
+
+def test_duplicate_addresses():
+    hostvars = copy.deepcopy(GOOD_HOSTVARS)
+    hostvars["w2"]["ansible_host"] = "10.0.0.21"
+    assert one_problem(hostvars=hostvars) == (
+        "host w2: has the same address 10.0.0.21 as host w1; give each node its own ip"
+    )
+
+
+def test_duplicate_hostnames_differing_in_case_and_invalid_names():
+    groups = {"kube_control_plane": ["cp1"], "kube_node": ["CP1", "web_1"]}
+    hostvars = {"cp1": {"ansible_host": "10.0.0.1"}, "CP1": {"ansible_host": "10.0.0.2"}, "web_1": {"ansible_host": "10.0.0.3"}}
+    found = problems(groups, hostvars)
+    assert "host CP1: has the same hostname as host cp1; give each node a unique name" in found
+    assert any(p.startswith("host CP1: is not a valid Kubernetes node name") for p in found)
+    assert any(p.startswith("host web_1: is not a valid Kubernetes node name") for p in found)
+
+
+@pytest.mark.parametrize("version,expected", [
+    ("1.36", "is not a Kubernetes version"),
+    ("one.two", "is not a Kubernetes version"),
+    ("1.20.0", "1.20 is not supported"),
+    ("2.0.0", "2.0 is not supported"),
+])
+def test_bad_kubernetes_versions(version, expected):
+    msg = one_problem(slipway_kubernetes_version=version)
+    assert msg.startswith("slipway_kubernetes_version:") and expected in msg
+
+
+def test_overlapping_pod_and_service_cidrs():
+    msg = one_problem(slipway_pod_cidr="10.96.0.0/12", slipway_service_cidr="10.96.0.0/16")
+    assert msg == "slipway_pod_cidr: 10.96.0.0/12 overlaps slipway_service_cidr 10.96.0.0/16; choose ranges that do not overlap"
+
+
+def test_cidr_containing_a_node_address():
+    msg = one_problem(slipway_pod_cidr="10.0.0.0/16")
+    assert msg == (
+        "slipway_pod_cidr: 10.0.0.0/16 contains the address of host cp1 (10.0.0.11), cp2 (10.0.0.12), cp3 (10.0.1.13), "
+        "w1 (10.0.0.21), w2 (10.0.0.22); choose a range outside the nodes' network"
+    )
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("10.233.64.1/18", "has host bits set; set it to the network address 10.233.64.0/18"),
+    ("banana", "is not a network in CIDR notation"),
+    ("", "is not a network in CIDR notation"),
+])
+def test_malformed_cidrs(value, expected):
+    msg = one_problem(slipway_pod_cidr=value)
+    assert msg.startswith("slipway_pod_cidr:") and expected in msg
+
+
+def test_service_cidr_too_large():
+    msg = one_problem(slipway_service_cidr="192.0.0.0/8", slipway_pod_cidr="172.16.0.0/16")
+    assert "larger than the API server accepts" in msg
+
+
+def test_pod_cidr_too_small_for_the_nodes():
+    msg = one_problem(slipway_pod_cidr="10.233.64.0/22")
+    assert msg.startswith("slipway_pod_cidr: 10.233.64.0/22 holds 4 node ranges of /24 but the cluster has 5 nodes")
+
+
+def test_node_mask_must_be_longer_than_pod_prefix():
+    msg = one_problem(slipway_node_cidr_mask_size=16)
+    assert msg.startswith("slipway_node_cidr_mask_size: 16 must be longer")
+
+
+@pytest.mark.parametrize("var,value,choices", [
+    ("slipway_lb_mode", "nginx", "local_haproxy, vip, external"),
+    ("slipway_cni", "weave", "flannel, calico, cilium, none"),
+    ("slipway_etcd_mode", "embedded", "stacked, external"),
+    ("slipway_artifacts_source", "internet", "upstream, mirror, bundle"),
+])
+def test_unknown_choices(var, value, choices):
+    assert one_problem(**{var: value}) == f"{var}: unknown value '{value}'; set one of: {choices}"
+
+
+def test_non_ip_addresses():
+    hostvars = copy.deepcopy(GOOD_HOSTVARS)
+    hostvars["w1"] = {"ansible_host": "w1.example.com"}
+    hostvars["w2"] = {"ansible_host": "10.0.0.22", "ip": "not-an-ip"}
+    found = problems(hostvars=hostvars)
+    assert found == [
+        "host w1: ansible_host 'w1.example.com' is not an IP address and ip is not set; "
+        "set ip: to the address Kubernetes should use on this node",
+        "host w2: ip 'not-an-ip' is not an IP address; set ip: to the node's IPv4 address",
+    ]
+
+
+def test_dns_ansible_host_with_ip_is_fine():
+    hostvars = copy.deepcopy(GOOD_HOSTVARS)
+    hostvars["w1"] = {"ansible_host": "w1.example.com", "ip": "10.0.0.21"}
+    assert build(hostvars=hostvars)["nodes"]["w1"]["address"] == "10.0.0.21"
+
+
+def test_host_without_any_address():
+    hostvars = copy.deepcopy(GOOD_HOSTVARS)
+    hostvars["w1"] = {}
+    assert one_problem(hostvars=hostvars) == "host w1: has neither ip nor ansible_host; set ip: to the node's IPv4 address"
+
+
+def test_vip_mode_model():
+    groups = {**GOOD_GROUPS, "loadbalancer": ["lb1"]}
+    model = build(groups, slipway_lb_mode="vip", slipway_control_plane_endpoint="10.0.0.250")
+    assert model["endpoint"]["address"] == "10.0.0.250:8443"
+    assert model["endpoint"]["vip"] == "10.0.0.250"
+    assert model["loadbalancers"] == ["lb1"]
+    assert model["nodes"]["lb1"]["roles"] == ["loadbalancer"]
+
+
+def test_vip_mode_without_loadbalancer_group_uses_control_planes():
+    model = build(slipway_lb_mode="vip", slipway_control_plane_endpoint="10.0.0.250:6443")
+    assert model["loadbalancers"] == ["cp1", "cp2", "cp3"]
+    assert model["endpoint"]["port"] == 6443
+
+
+@pytest.mark.parametrize("endpoint,expected", [
+    ("", "slipway_lb_mode is vip: set it to the virtual IP"),
+    ("api.example.com", "'api.example.com' is not an IP address"),
+    ("10.0.0.11", "is host cp1's address"),
+    ("10.0.0.250:http", "has an invalid port"),
+])
+def test_bad_vip(endpoint, expected):
+    msg = one_problem(slipway_lb_mode="vip", slipway_control_plane_endpoint=endpoint)
+    assert msg.startswith("slipway_control_plane_endpoint:") and expected in msg
+
+
+def test_vip_inside_the_pod_network():
+    msg = one_problem(slipway_lb_mode="vip", slipway_control_plane_endpoint="10.233.64.5")
+    assert msg == (
+        "slipway_pod_cidr: 10.233.64.0/18 contains the control plane endpoint 10.233.64.5; "
+        "choose a range outside the nodes' network"
+    )
+
+
+def test_external_endpoint():
+    model = build(slipway_lb_mode="external", slipway_control_plane_endpoint="api.example.com")
+    assert model["endpoint"]["address"] == "api.example.com:6443"
+    assert build(slipway_lb_mode="external", slipway_control_plane_endpoint="[fd00::1]:443")["endpoint"]["address"] == "[fd00::1]:443"
+
+
+def test_external_endpoint_missing_or_malformed():
+    assert one_problem(slipway_lb_mode="external").startswith("slipway_control_plane_endpoint: slipway_lb_mode is external")
+    assert "neither an IP address nor a DNS name" in one_problem(slipway_lb_mode="external", slipway_control_plane_endpoint="bad_name!")
+
+
+def test_endpoint_given_with_local_haproxy():
+    assert one_problem(slipway_control_plane_endpoint="10.0.0.250").startswith(
+        "slipway_control_plane_endpoint: is only used with slipway_lb_mode vip or external"
+    )
+
+
+@pytest.mark.parametrize("var,value", [("slipway_lb_port", 0), ("slipway_lb_port", "http"), ("slipway_apiserver_port", 70000)])
+def test_bad_ports(var, value):
+    assert one_problem(**{var: value}).startswith(f"{var}: '{value}' is not a TCP port")
+
+
+def test_kubesphere_toggle_must_be_boolean():
+    assert one_problem(slipway_kubesphere_enabled="maybe") == "slipway_kubesphere_enabled: 'maybe' is not a boolean; set true or false"
+
+
+@pytest.mark.parametrize("value,expected", [("yes", True), ("off", False), (1, True), (True, True)])
+def test_kubesphere_toggle_accepts_ansible_booleans(value, expected):
+    assert build(slipway_kubesphere_enabled=value)["kubesphere_enabled"] is expected
+
+
+def test_loadbalancer_group_is_only_warned_about_outside_vip_mode():
+    model = build({**GOOD_GROUPS, "loadbalancer": ["lb1"]})
+    assert model["warnings"] == ["group loadbalancer: its hosts are only used with slipway_lb_mode vip; with local_haproxy they get nothing"]
+
+
+def test_every_mistake_is_reported_at_once():
+    groups = {"kube_control_plane": ["cp1", "cp2"], "kube_node": ["w1", "w2"], "etcd": ["cp1", "cp2"]}
+    hostvars = {
+        "cp1": {"ansible_host": "10.0.0.11"},
+        "cp2": {"ansible_host": "10.0.0.11"},
+        "w1": {"ansible_host": "w1.lan"},
+        "w2": {"ansible_host": "10.0.0.22"},
+    }
+    found = problems(
+        groups, hostvars,
+        slipway_kubernetes_version="1.19.0",
+        slipway_pod_cidr="10.0.0.0/16",
+        slipway_service_cidr="10.0.128.0/17",
+        slipway_lb_mode="haproxy",
+        slipway_cni="weave",
+    )
+    wheres = [p.split(":")[0] for p in found]
+    for expected in ("host cp2", "host w1", "slipway_kubernetes_version", "slipway_lb_mode", "slipway_cni",
+                     "group kube_control_plane", "slipway_pod_cidr"):
+        assert expected in wheres, found
+    assert len(found) >= 8
