@@ -1,0 +1,80 @@
+# slipway.cluster developer entry points. `make lab` brings up the local lab and deploys the
+# cluster on it; `make test` runs everything CI runs. Both install what they need first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+ROOT        := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+VENV        := $(ROOT)/.venv
+PY          := $(VENV)/bin/python
+BIN         := $(VENV)/bin
+CACHE       := $(ROOT)/.cache
+COLLECTIONS := $(CACHE)/collections
+RESULTS     := $(CACHE)/test-results
+SUITE       := $(ROOT)/tests/suite.sh
+export CONTAINERS_CONF := $(ROOT)/lab/containers.conf
+export ANSIBLE_CONFIG  := $(ROOT)/ansible.cfg
+export PATH := $(BIN):$(PATH)
+
+LAB_CLUSTER ?= lab
+LAB_NODES   ?= cp1:kube_control_plane,etcd cp2:kube_control_plane,etcd cp3:kube_control_plane,etcd
+LAB_INVENTORY ?= $(ROOT)/inventories/lab/hosts.yml
+SCENARIOS   ?= $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
+SCENARIO    ?= preinstall
+
+.PHONY: help deps venv collection lab lab-down lab-status lint sanity units molecule test clean
+
+help:
+	@echo "make lab        bring up the podman lab and run site.yml on it"
+	@echo "make test       everything CI runs: lint, sanity, units, every Molecule scenario"
+	@echo "make lint | sanity | units | molecule SCENARIO=name | lab-down | lab-status"
+
+# System packages (Debian 12). Installed only when something is missing.
+deps:
+	@$(ROOT)/tests/deps.sh
+
+$(VENV)/.stamp: requirements.txt
+	python3 -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+venv: $(VENV)/.stamp
+
+# The checkout is the collection: expose it as ansible_collections/slipway/cluster.
+collection:
+	@mkdir -p $(COLLECTIONS)/ansible_collections/slipway
+	@ln -sfn $(ROOT) $(COLLECTIONS)/ansible_collections/slipway/cluster
+
+lab: deps venv collection
+	$(PY) lab/lab.py up --cluster $(LAB_CLUSTER) $(addprefix --node ,$(LAB_NODES)) --inventory $(LAB_INVENTORY)
+	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) site.yml
+	@$(PY) lab/lab.py status --cluster $(LAB_CLUSTER)
+
+lab-down:
+	$(PY) lab/lab.py down --cluster $(LAB_CLUSTER)
+
+lab-status:
+	$(PY) lab/lab.py status --cluster $(LAB_CLUSTER)
+
+lint: venv collection
+	@$(SUITE) ansible-lint -- $(BIN)/ansible-lint
+
+sanity: venv
+	@$(SUITE) sanity -- $(ROOT)/tests/ansible-test.sh sanity
+
+units: venv
+	@$(SUITE) units -- $(ROOT)/tests/ansible-test.sh units
+
+molecule: deps venv collection
+	@$(SUITE) molecule-$(SCENARIO) -- $(BIN)/molecule test -s $(SCENARIO)
+
+test: deps venv collection
+	@rm -f $(RESULTS)
+	-@$(MAKE) --no-print-directory lint
+	-@$(MAKE) --no-print-directory sanity
+	-@$(MAKE) --no-print-directory units
+	-@for s in $(SCENARIOS); do $(MAKE) --no-print-directory molecule SCENARIO=$$s; done
+	@$(ROOT)/tests/summary.sh $(RESULTS)
+
+clean:
+	rm -rf $(CACHE)/ansible-test $(RESULTS)

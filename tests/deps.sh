@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Install the Debian packages the lab and the tests need, only when one is missing.
+set -euo pipefail
+packages=(podman runc debootstrap busybox-static openssh-client rsync git)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "error: missing Debian packages (${missing[*]}); run as root or: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "installing: ${missing[*]}"
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
