@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Run ansible-test (sanity or units) from a copy of the collection at
-# .cache/ansible-test/ansible_collections/slipway/cluster, as ansible-test requires.
+# ansible_collections/slipway/cluster outside the checkout, as ansible-test requires.
 # The copy holds exactly the files git would ship (tracked and new, not ignored).
 set -euo pipefail
 command=${1:?sanity or units}; shift
 root=$(cd "$(dirname "$0")/.." && pwd)
-tree=$root/.cache/ansible-test/ansible_collections/slipway/cluster
+# Outside the checkout: inside it, ansible-test would find our .git and skip the ignored copy.
+tree=${SLIPWAY_TEST_TREE:-${XDG_CACHE_HOME:-$HOME/.cache}/slipway/ansible-test}/ansible_collections/slipway/cluster
 mkdir -p "$tree"
 cd "$root"
 git ls-files -co --exclude-standard -z | rsync -a --delete --from0 --files-from=- ./ "$tree/"
@@ -14,9 +15,14 @@ git ls-files -co --exclude-standard -z | rsync -a --delete --from0 --files-from=
   [ -e "$root/$f" ] || rm -f "$tree/$f"
 done
 cd "$tree"
-export PATH=$root/.venv/bin:$PATH
+# ansible-test makes its own virtualenvs from the system's python3.11: keep ours off PATH so
+# it does not pick the virtualenv's interpreter (which has no pip of its own to lend).
+PATH=$(tr ':' '\n' <<<"$PATH" | grep -vx "$root/.venv/bin" | paste -sd:)
+export PATH
+ansible_test=$root/.venv/bin/ansible-test
+"$root/tests/offline-get-pip.sh" "$root/.venv/bin/python"
 case $command in
-  sanity) exec ansible-test sanity --venv --python 3.11 --color no "$@" ;;
-  units)  exec ansible-test units --venv --python 3.11 --color no "$@" ;;
+  sanity) exec "$ansible_test" sanity --venv --python 3.11 --color no "$@" ;;
+  units)  exec "$ansible_test" units --venv --python 3.11 --color no "$@" ;;
   *) echo "unknown command $command" >&2; exit 2 ;;
 esac
