@@ -120,7 +120,7 @@ def _check_ports(host: str, model: Mapping[str, Any], node: Mapping[str, Any], f
 
 def _check_networks(host: str, model: Mapping[str, Any], node: Mapping[str, Any], facts: Mapping[str, Any], out: list[Problem]) -> None:
     networks = _networks(facts)
-    own = {str(iface.ip) for _, iface in networks}
+    own = {str(iface.ip) for dummy, iface in networks}
     if node["address"] and node["address"] not in own:
         out.append(Problem(
             f"host {host}",
@@ -139,7 +139,7 @@ def _check_networks(host: str, model: Mapping[str, Any], node: Mapping[str, Any]
     vip = model["endpoint"].get("vip")
     if vip and "loadbalancer" in node["roles"]:
         vip_ip = ipaddress.ip_address(vip)
-        if not any(vip_ip in iface.network for _, iface in networks):
+        if not any(vip_ip in iface.network for dummy, iface in networks):
             out.append(Problem(
                 f"host {host}",
                 f"the virtual IP {vip} is in none of this load balancer's networks; "

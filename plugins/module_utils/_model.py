@@ -123,10 +123,10 @@ def _parse_endpoint(text: str, default_port: int) -> tuple[str, int | None]:
     """Split ``host[:port]`` (IPv6 as ``[addr]:port``); port None when it is not a number."""
     text = text.strip()
     if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
+        host, dummy, rest = text[1:].partition("]")
         port_text = rest[1:] if rest.startswith(":") else ""
     elif text.count(":") == 1:
-        host, _, port_text = text.partition(":")
+        host, dummy, port_text = text.partition(":")
     else:
         host, port_text = text, ""
     if not port_text:

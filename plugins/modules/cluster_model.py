@@ -1,7 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright: slipway.cluster contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: (c) 2026, slipway.cluster contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0). Ansible expects modules
+# to be compatible with the GNU General Public License version 3, and the Apache License 2.0 is.
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ module: cluster_model
 short_description: Build and validate the model of the cluster from the inventory, on the controller
 version_added: 0.1.0
 author:
-  - slipway.cluster developers
+  - slipway.cluster developers (@slipway)
 description:
   - Turns the inventory groups (C(kube_control_plane), C(kube_node), C(etcd), C(loadbalancer), compatible
     with kubespray) and the cluster-wide C(slipway_*) settings into one normalized model, with nodes and their

@@ -1,7 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright: slipway.cluster contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: (c) 2026, slipway.cluster contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0). Ansible expects modules
+# to be compatible with the GNU General Public License version 3, and the Apache License 2.0 is.
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ module: host_checks
 short_description: Check every node's facts against the cluster model and report all problems at once
 version_added: 0.1.0
 author:
-  - slipway.cluster developers
+  - slipway.cluster developers (@slipway)
 description:
   - Runs on the controller after M(slipway.cluster.node_facts) has read every node. Checks the OS and its
     version, CPUs and memory for the node's role, TCP ports the cluster needs (a port held by the cluster's

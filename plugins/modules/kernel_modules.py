@@ -1,7 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright: slipway.cluster contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: (c) 2026, slipway.cluster contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0). Ansible expects modules
+# to be compatible with the GNU General Public License version 3, and the Apache License 2.0 is.
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ module: kernel_modules
 short_description: Load kernel modules now and at boot, counting built-in modules as loaded
 version_added: 0.1.0
 author:
-  - slipway.cluster developers
+  - slipway.cluster developers (@slipway)
 description:
   - Loads each module that is neither loaded nor built into the kernel with C(modprobe), and lists the
     loadable ones in a C(modules-load.d) file so they load at boot.

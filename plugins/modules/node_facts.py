@@ -1,7 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright: slipway.cluster contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: (c) 2026, slipway.cluster contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0). Ansible expects modules
+# to be compatible with the GNU General Public License version 3, and the Apache License 2.0 is.
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ module: node_facts
 short_description: Read, in one round-trip, the facts a node must have before it joins a cluster
 version_added: 0.1.0
 author:
-  - slipway.cluster developers
+  - slipway.cluster developers (@slipway)
 description:
   - Reads the operating system, CPU count, memory, swap, cgroup version, virtualization, clock
     synchronization, listening TCP sockets with their processes, effective capabilities, interface
     addresses and the state of the kernel modules Kubernetes needs.
   - Changes nothing on the node. It replaces fact gathering for the preflight checks of
-    M(slipway.cluster.host_checks) and is much cheaper than O(ansible.builtin.setup).
+    M(slipway.cluster.host_checks) and is much cheaper than M(ansible.builtin.setup).
   - A kernel module counts as present when it is loaded, built into the kernel (listed in
     C(modules.builtin), present under C(/sys/module) or enabled as C(=y) in the kernel
     configuration), so kernels built without module support work.
@@ -167,7 +168,7 @@ def os_release() -> dict:
 def meminfo() -> dict:
     values = {}
     for line in _read("/proc/meminfo").splitlines():
-        key, _, rest = line.partition(":")
+        key, dummy, rest = line.partition(":")
         parts = rest.split()
         if parts:
             values[key] = int(parts[0]) // 1024
@@ -225,7 +226,7 @@ def listening() -> list:
                 continue
             if owners is None:
                 owners = _socket_inodes()
-            address, _, port = fields[1].partition(":")
+            address, dummy, port = fields[1].partition(":")
             pid = owners.get(fields[9])
             process = _read(f"/proc/{pid}/comm").strip() if pid else ""
             result.append({"address": _hex_address(address), "port": int(port, 16), "process": process})
@@ -236,7 +237,7 @@ def addresses(module: AnsibleModule) -> list:
     ip_bin = module.get_bin_path("ip")
     if not ip_bin:
         return []
-    rc, out, _ = module.run_command([ip_bin, "-j", "addr", "show"])
+    rc, out, dummy = module.run_command([ip_bin, "-j", "addr", "show"])
     if rc != 0:
         return []
     result = []
@@ -253,10 +254,10 @@ def virtualization(module: AnsibleModule) -> tuple:
     kind = "none"
     container = os.path.exists("/run/.containerenv") or os.path.exists("/.dockerenv")
     if detect:
-        _, out, _ = module.run_command([detect, "--container"])
+        out = module.run_command([detect, "--container"])[1]
         if out.strip() and out.strip() != "none":
             return out.strip(), True
-        _, out, _ = module.run_command([detect])
+        out = module.run_command([detect])[1]
         kind = out.strip() or "none"
     marker = _read("/run/systemd/container").strip()
     if marker:
@@ -268,12 +269,12 @@ def time_sync(module: AnsibleModule) -> dict:
     synchronized = False
     timedatectl = module.get_bin_path("timedatectl")
     if timedatectl:
-        rc, out, _ = module.run_command([timedatectl, "show", "-p", "NTPSynchronized", "--value"])
+        rc, out, dummy = module.run_command([timedatectl, "show", "-p", "NTPSynchronized", "--value"])
         synchronized = rc == 0 and out.strip() == "yes"
     services = []
     systemctl = module.get_bin_path("systemctl")
     if systemctl:
-        _, out, _ = module.run_command([systemctl, "is-active", *_TIME_SERVICES])
+        out = module.run_command([systemctl, "is-active", *_TIME_SERVICES])[1]
         services = [name for name, state in zip(_TIME_SERVICES, out.split()) if state == "active"]
     return {"synchronized": synchronized, "services": services}
 

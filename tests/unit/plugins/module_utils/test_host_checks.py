@@ -54,7 +54,7 @@ def test_healthy_hosts_pass(model):
 
 
 def test_unsupported_os(model):
-    problems, _ = run(model, w1={"os": {"id": "centos", "version_id": "7", "pretty_name": "CentOS Linux 7"}})
+    problems = run(model, w1={"os": {"id": "centos", "version_id": "7", "pretty_name": "CentOS Linux 7"}})[0]
     assert problems == ["host w1: runs CentOS Linux 7, which is not supported (debian 12, 13; ubuntu 22.04, 24.04); "
                         "use a supported OS or set preflight_allow_unsupported_os: true"]
     assert run(model, {"allow_unsupported_os": True}, w1={"os": {"id": "centos", "version_id": "7"}}) == ([], [])
@@ -65,7 +65,7 @@ def test_unsupported_arch(model):
 
 
 def test_cpu_and_memory_minimums_by_role(model):
-    problems, _ = run(model, cp1={"cpus": 1, "memory_mb": 1024}, w1={"cpus": 1, "memory_mb": 1024})
+    problems = run(model, cp1={"cpus": 1, "memory_mb": 1024}, w1={"cpus": 1, "memory_mb": 1024})[0]
     assert problems == [
         "host cp1: has 1 CPU(s); a control plane needs at least 2 (preflight_min_cpus_control_plane)",
         "host cp1: has 1024 MB of memory; a control plane needs at least 1700 MB (preflight_min_memory_mb_control_plane)",
@@ -77,7 +77,7 @@ def test_load_balancer_only_hosts_have_no_size_minimum(model):
 
 
 def test_port_in_use_by_a_stranger(model):
-    problems, _ = run(model, cp1={"listening": [{"address": "0.0.0.0", "port": 6443, "process": "nginx"}]})
+    problems = run(model, cp1={"listening": [{"address": "0.0.0.0", "port": 6443, "process": "nginx"}]})[0]
     assert problems == ["host cp1: TCP port 6443 is in use by nginx on 0.0.0.0; the cluster needs it: "
                         "stop that service or move it to another port"]
 
@@ -92,15 +92,15 @@ def test_ports_held_by_the_cluster_itself_are_fine(model):
 def test_loopback_only_port_check_ignores_other_addresses():
     model = build_model(GROUPS | {"loadbalancer": []}, HOSTVARS, {})
     assert ("127.0.0.1", 8443) in ports_for(model, model["nodes"]["w1"])
-    problems, _ = check_hosts(model, {
+    problems = check_hosts(model, {
         "cp1": facts_for("10.0.0.11"),
         "w1": facts_for("10.0.0.21", listening=[{"address": "10.0.0.21", "port": 8443, "process": "java"}]),
-    })
+    })[0]
     assert problems == []
-    problems, _ = check_hosts(model, {
+    problems = check_hosts(model, {
         "cp1": facts_for("10.0.0.11"),
         "w1": facts_for("10.0.0.21", listening=[{"address": "0.0.0.0", "port": 8443, "process": "java"}]),
-    })
+    })[0]
     assert [str(p) for p in problems] == ["host w1: TCP port 8443 is in use by java on 0.0.0.0; the cluster needs it: "
                                           "stop that service or move it to another port"]
 
@@ -111,14 +111,14 @@ def test_port_check_can_be_switched_off(model):
 
 
 def test_model_address_missing_on_the_host(model):
-    problems, _ = run(model, w1={"addresses": [{"interface": "eth0", "address": "10.0.0.99", "prefix": 24}]})
+    problems = run(model, w1={"addresses": [{"interface": "eth0", "address": "10.0.0.99", "prefix": 24}]})[0]
     assert problems == ["host w1: ip 10.0.0.21 is not an address of this host (it has 10.0.0.99); set ip: to one of them"]
 
 
 def test_cluster_network_overlapping_a_host_network(model):
     extra = {"interface": "eth1", "address": "10.233.10.5", "prefix": 16}
     facts = all_facts()["w1"]
-    problems, _ = run(model, w1={"addresses": facts["addresses"] + [extra]})
+    problems = run(model, w1={"addresses": facts["addresses"] + [extra]})[0]
     assert problems == [
         "host w1: slipway_pod_cidr 10.233.64.0/18 overlaps the network 10.233.0.0/16 of interface eth1; "
         "choose a slipway_pod_cidr outside the hosts' networks",
@@ -135,14 +135,14 @@ def test_interfaces_the_cluster_creates_are_not_overlaps(model):
 
 
 def test_vip_outside_the_load_balancer_network(model):
-    problems, _ = run(model, lb1={"addresses": [{"interface": "eth0", "address": "10.0.0.31", "prefix": 32}]})
+    problems = run(model, lb1={"addresses": [{"interface": "eth0", "address": "10.0.0.31", "prefix": 32}]})[0]
     assert problems == ["host lb1: the virtual IP 10.0.0.250 is in none of this load balancer's networks; "
                         "choose slipway_control_plane_endpoint inside the network of its ip"]
 
 
 def test_time_sync(model):
     unsynced = {"time_sync": {"synchronized": False, "services": []}}
-    problems, _ = run(model, w1=unsynced)
+    problems = run(model, w1=unsynced)[0]
     assert len(problems) == 1 and problems[0].startswith("host w1: its clock is not synchronized")
     assert run(model, w1={**unsynced, "container": True}) == ([], [])
     assert run(model, {"check_time_sync": False}, w1=unsynced) == ([], [])
@@ -156,7 +156,7 @@ def test_swap_and_cgroup_v1_are_warnings(model):
 
 
 def test_unreachable_host_is_reported_with_the_others(model):
-    problems, _ = run(model, w1=None, cp1={"cpus": 1})
+    problems = run(model, w1=None, cp1={"cpus": 1})[0]
     assert "host w1: could not be checked (unreachable or failed); fix the connection and rerun" in problems
     assert any(p.startswith("host cp1: has 1 CPU(s)") for p in problems)
 
@@ -178,6 +178,6 @@ def test_options_do_not_leak_between_calls(model):
 
 def test_missing_kernel_module_is_a_problem_available_is_not(model):
     modules = {"overlay": "available", "br_netfilter": "missing"}
-    problems, _ = run(model, w1={"kernel_modules": modules}, lb1={"kernel_modules": modules})
+    problems = run(model, w1={"kernel_modules": modules}, lb1={"kernel_modules": modules})[0]
     assert problems == ["host w1: kernel module br_netfilter is neither built in nor installed; install the kernel's "
                         "extra modules package (e.g. linux-modules-extra-$(uname -r)) or boot a kernel that has it"]
