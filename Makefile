@@ -16,17 +16,17 @@ export ANSIBLE_CONFIG  := $(ROOT)/ansible.cfg
 export PATH := $(BIN):$(PATH)
 
 LAB_CLUSTER ?= lab
-LAB_NODES   ?= cp1:kube_control_plane,etcd cp2:kube_control_plane,etcd cp3:kube_control_plane,etcd
+LAB_NODES   ?= cp1:kube_control_plane,etcd w1:kube_node w2:kube_node
 LAB_INVENTORY ?= $(ROOT)/inventories/lab/hosts.yml
 SCENARIOS   ?= $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
 SCENARIO    ?= preinstall
 
-.PHONY: help deps venv collection lab lab-down lab-status lint sanity units molecule test clean
+.PHONY: help deps venv collection lab lab-down lab-status lint sanity units integration molecule test clean
 
 help:
 	@echo "make lab        bring up the podman lab and run site.yml on it"
-	@echo "make test       everything CI runs: lint, sanity, units, every Molecule scenario"
-	@echo "make lint | sanity | units | molecule SCENARIO=name | lab-down | lab-status"
+	@echo "make test       everything CI runs: lint, sanity, units, integration, every Molecule scenario"
+	@echo "make lint | sanity | units | integration | molecule SCENARIO=name | lab-down | lab-status"
 
 # System packages (Debian 12). Installed only when something is missing.
 deps:
@@ -65,6 +65,10 @@ sanity: venv
 units: venv
 	@$(SUITE) units -- $(ROOT)/tests/ansible-test.sh units
 
+# Controller-side end-to-end checks: real ansible-playbook, ansible-galaxy build/install, ansible-doc.
+integration: venv collection
+	@$(SUITE) integration -- $(PY) -m pytest -q -p no:cacheprovider tests/integration
+
 molecule: deps venv collection
 	@$(SUITE) molecule-$(SCENARIO) -- $(BIN)/molecule test -s $(SCENARIO)
 
@@ -73,6 +77,7 @@ test: deps venv collection
 	-@$(MAKE) --no-print-directory lint
 	-@$(MAKE) --no-print-directory sanity
 	-@$(MAKE) --no-print-directory units
+	-@$(MAKE) --no-print-directory integration
 	-@for s in $(SCENARIOS); do $(MAKE) --no-print-directory molecule SCENARIO=$$s; done
 	@$(ROOT)/tests/summary.sh $(RESULTS)
 

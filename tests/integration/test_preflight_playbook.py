@@ -1,0 +1,76 @@
+"""site.yml on an inventory full of mistakes: every mistake listed, no host contacted."""
+
+from __future__ import annotations
+
+import textwrap
+
+from conftest import ROOT, run
+
+BAD_INVENTORY = textwrap.dedent("""\
+    all:
+      vars:
+        # Any connection attempt would hit a closed loopback port and show as UNREACHABLE.
+        ansible_port: 1
+        ansible_connection: ssh
+        slipway_kubernetes_version: "1.20.1"
+        slipway_lb_mode: nginx
+        slipway_pod_cidr: 127.0.0.0/16
+        slipway_service_cidr: 127.0.128.0/17
+        slipway_cni: weave
+      hosts:
+        cp1: {ansible_host: 127.0.0.11}
+        cp2: {ansible_host: 127.0.0.11}
+        Worker_1: {ansible_host: worker1.example.invalid}
+      children:
+        kube_control_plane: {hosts: {cp1: {}, cp2: {}}}
+        kube_node: {hosts: {Worker_1: {}}}
+        k8s_cluster: {children: {kube_control_plane: {}, kube_node: {}}}
+    """)
+
+EXPECTED = [
+    "host Worker_1: is not a valid Kubernetes node name",
+    "host Worker_1: ansible_host 'worker1.example.invalid' is not an IP address",
+    "host cp2: has the same address 127.0.0.11 as host cp1",
+    "slipway_kubernetes_version: 1.20 is not supported",
+    "slipway_lb_mode: unknown value 'nginx'",
+    "slipway_cni: unknown value 'weave'",
+    "group kube_control_plane: etcd would have 2 members",
+    "slipway_pod_cidr: 127.0.0.0/16 overlaps slipway_service_cidr 127.0.128.0/17",
+    "slipway_pod_cidr: 127.0.0.0/16 contains the address of host cp1 (127.0.0.11), cp2 (127.0.0.11)",
+]
+
+
+def test_every_mistake_is_listed_before_any_connection(tmp_path, tool):
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(BAD_INVENTORY)
+    result = run([tool("ansible-playbook"), "-i", str(inventory), str(ROOT / "site.yml")])
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert f"The inventory has {len(EXPECTED)} problem(s); nothing was changed on any host" in output
+    for problem in EXPECTED:
+        assert problem in output, problem
+    assert "UNREACHABLE" not in output
+    assert "unreachable=1" not in output and "ok=0" not in output.split("PLAY RECAP")[-1].split("cp1")[0]
+    # The run stopped in the first play: no OS preparation task was even started.
+    assert "Prepare the operating system" not in output
+
+
+def test_the_sample_inventory_is_valid(tmp_path, tool):
+    # Only the model: the sample's hosts are documentation addresses that must not be contacted.
+    playbook = tmp_path / "model.yml"
+    playbook.write_text(textwrap.dedent("""\
+        - name: Build the model of the sample inventory
+          hosts: k8s_cluster:etcd
+          gather_facts: false
+          tasks:
+            - name: Build it
+              slipway.cluster.cluster_model:
+              run_once: true
+            - name: Show it
+              ansible.builtin.debug:
+                msg: "{{ slipway_cluster.control_planes | join(',') }} {{ slipway_cluster.nodes.node2.address }} {{ slipway_cluster.endpoint.address }}"
+              run_once: true
+        """))
+    result = run([tool("ansible-playbook"), "-i", str(ROOT / "inventories/sample/hosts.yml"), str(playbook)])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "cp1,cp2,cp3 198.51.100.22 127.0.0.1:8443" in result.stdout
