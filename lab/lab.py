@@ -587,6 +587,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # output piped into head or a closed pager
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":
