@@ -96,10 +96,10 @@ def parallel(func: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
 
 
 @contextlib.contextmanager
-def locked(home: Path) -> Iterator[None]:
-    """Serialise address allocation between concurrent runs (parallel molecule scenarios)."""
+def locked(home: Path, name: str = "lock") -> Iterator[None]:
+    """Serialise concurrent runs (parallel molecule scenarios) around shared work."""
     home.mkdir(parents=True, exist_ok=True)
-    with open(home / "lock", "w", encoding="utf-8") as lock:
+    with open(home / name, "w", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
@@ -111,17 +111,26 @@ def ensure_image(home: Path, force: bool = False) -> bool:
     """Build the node image when missing or stale; True when it was built."""
     script = LAB_DIR / "build-image.sh"
     env = {**podman_env(), "SLIPWAY_LAB_IMAGE": IMAGE, "SLIPWAY_LAB_HOME": str(home)}
-    if not force and subprocess.run([str(script), "--check"], check=False, env=env).returncode == 0:
+
+    def current() -> bool:
+        return subprocess.run([str(script), "--check"], check=False, env=env).returncode == 0
+
+    if not force and current():
         return False
-    home.mkdir(parents=True, exist_ok=True)
-    log = home / "build-image.log"
+    with locked(home, "image.lock"):  # one build at a time; a waiting run reuses its result
+        if not force and current():
+            return False
+        build_image(script, env, home / "build-image.log")
+    return True
+
+
+def build_image(script: Path, env: dict[str, str], log: Path) -> None:
     print(f"building node image {IMAGE} with debootstrap (1-3 min), log: {log}", flush=True)
     with open(log, "w", encoding="utf-8") as out:
         args = [str(script), "--force"]
         rc = subprocess.run(args, check=False, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
     if rc != 0:
         raise LabError(f"building the node image failed (exit {rc}): see {log}")
-    return True
 
 
 def ensure_key(home: Path) -> Path:
