@@ -12,9 +12,10 @@ start=$(date +%s)
 rc=${PIPESTATUS[0]}
 took=$(( $(date +%s) - start ))
 # pytest-style counts when the suite prints them, sanity test counts for ansible-test sanity, else 1 suite.
-summary=$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$log" | tail -n 1)
+summary=$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$log")
 if [ -n "$summary" ]; then
-  passed=$(grep -oE '[0-9]+ passed' <<<"$summary" | grep -oE '[0-9]+' || echo 0)
+  # ansible-test units runs pytest once per test group: add every summary line up.
+  passed=$(grep -oE '[0-9]+ passed' <<<"$summary" | awk '{ s += $1 } END { print s + 0 }')
   failed=$(grep -oE '[0-9]+ (failed|error|errors)' <<<"$summary" | awk '{ s += $1 } END { print s + 0 }')
 elif grep -q "^Running sanity test" "$log"; then
   total=$(grep -c "^Running sanity test" "$log")
