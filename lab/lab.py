@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """The slipway local lab: Kubernetes-ready "machines" as podman containers.
 
 Each node is a privileged container running systemd and sshd, with a static address on
@@ -197,7 +197,7 @@ def container_name(cluster: str, node: str) -> str:
 
 
 def parse_node(spec: str) -> Node:
-    name, _, groups_text = spec.partition(":")
+    name, _colon, groups_text = spec.partition(":")
     groups = tuple(group for group in groups_text.split(",") if group)
     if not NAME_RE.match(name):
         raise LabError(f"bad node name {name!r} in --node {spec!r}: use lowercase letters, digits and '-'")
@@ -564,7 +564,7 @@ def cluster_name(text: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lab.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="lab.py", description=__doc__.split("\n\n", maxsplit=1)[0])
     sub = parser.add_subparsers(dest="command", required=True)
     image = sub.add_parser("image", help="build the node image if missing or stale")
     image.add_argument("--force", action="store_true", help="rebuild even if up to date")
