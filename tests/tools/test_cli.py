@@ -1,0 +1,108 @@
+import argparse
+import io
+import os
+import subprocess
+import sys
+
+from bundler import cli, manifest, steps
+from bundler.result import BackendResult
+
+BUILD_PY = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "tools", "bundle", "build.py")
+
+
+class FakeBackend:
+    name = "source"
+    kubernetes_version = "v1.37.1"
+
+    def __init__(self, tmp_path, out):
+        self.tmp_path = tmp_path
+        self.steps = steps.Steps(str(tmp_path / "cache"), out)
+        self.builds = 0
+        self.version_input = "v1.37.1"
+
+    def inputs(self):
+        return {"kubernetes": self.version_input}
+
+    def build(self):
+        self.builds += 1
+        src = self.tmp_path / "src"
+        src.mkdir(exist_ok=True)
+        (src / "kubeadm").write_bytes(b"kubeadm")
+        (src / "pause.tar").write_bytes(b"pause image")
+        self.steps.run("one", "k1", lambda tmp: None)
+        result = BackendResult(self.kubernetes_version, "source")
+        result.add_binary("bin/kubeadm", str(src / "kubeadm"), "kubernetes")
+        result.add_image("images/pause.tar", str(src / "pause.tar"), "pause",
+                         "registry.k8s.io/pause:3.10.2", "pause")
+        result.components = {"kubernetes": {"version": "v1.37.1", "source": "test"}}
+        return result
+
+
+def run_build(tmp_path, backend, monkeypatch):
+    out = io.StringIO()
+    monkeypatch.setattr(cli, "make_backend", lambda *args, **kwargs: backend)
+    args = argparse.Namespace(out=str(tmp_path / "bundle"), cache_dir=str(tmp_path / "cache"),
+                              backend="source", kubernetes_version="v1.37.1")
+    assert cli.build(args, out=out) == 0
+    return out.getvalue()
+
+
+def test_second_build_is_a_no_op(tmp_path, monkeypatch):
+    backend = FakeBackend(tmp_path, io.StringIO())
+    first = run_build(tmp_path, backend, monkeypatch)
+    assert "cold build time" in first
+    assert "registry.k8s.io/pause:3.10.2" in first
+    second = run_build(tmp_path, backend, monkeypatch)
+    assert backend.builds == 1
+    assert "is up to date" in second
+    assert "(cold)" in second
+    assert manifest.verify(str(tmp_path / "bundle")) == []
+
+
+def test_changed_input_or_damaged_bundle_rebuilds(tmp_path, monkeypatch):
+    backend = FakeBackend(tmp_path, io.StringIO())
+    run_build(tmp_path, backend, monkeypatch)
+    backend.version_input = "v1.37.2"
+    run_build(tmp_path, backend, monkeypatch)
+    assert backend.builds == 2
+    os.remove(str(tmp_path / "bundle" / "bin" / "kubeadm"))
+    output = run_build(tmp_path, backend, monkeypatch)
+    assert backend.builds == 3
+    assert "warm build time" in output
+
+
+def test_assemble_refuses_a_directory_that_is_not_a_bundle(tmp_path):
+    (tmp_path / "bin").mkdir()
+    result = BackendResult("v1.37.1", "source")
+    try:
+        cli.assemble(str(tmp_path), result)
+    except SystemExit as exc:
+        assert "not a bundle" in str(exc)
+    else:
+        raise AssertionError("assemble replaced a foreign bin/")
+
+
+def test_verify_command(tmp_path, monkeypatch):
+    backend = FakeBackend(tmp_path, io.StringIO())
+    run_build(tmp_path, backend, monkeypatch)
+    bundle = str(tmp_path / "bundle")
+    ok = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True,
+                        text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "1 binaries and 1 images match" in ok.stdout
+    with open(os.path.join(bundle, "images", "pause.tar"), "ab") as handle:
+        handle.write(b"!")
+    bad = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True,
+                         text=True)
+    assert bad.returncode == 1
+    assert "images/pause.tar" in bad.stdout
+    os.remove(os.path.join(bundle, "bin", "kubeadm"))
+    bad = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True,
+                         text=True)
+    assert "MISSING bin/kubeadm" in bad.stdout
+
+
+def test_bad_version_is_refused(capsys):
+    assert cli.main(["--kubernetes-version", "latest"]) == 2
+    assert "not a release version" in capsys.readouterr().err

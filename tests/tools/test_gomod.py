@@ -1,0 +1,146 @@
+import subprocess
+
+import pytest
+
+from bundler import gomod, source
+
+KUBERNETES_GOMOD = """// This is a generated file. Do not edit directly.
+
+module k8s.io/kubernetes
+
+go 1.26.0
+
+godebug default=go1.26
+
+require (
+	github.com/blang/semver/v4 v4.0.0
+	k8s.io/api v0.0.0
+	k8s.io/client-go v0.0.0 // indirect
+)
+
+replace (
+	k8s.io/api => ./staging/src/k8s.io/api
+	k8s.io/client-go => ./staging/src/k8s.io/client-go
+	k8s.io/cri-streaming => ./staging/src/k8s.io/cri-streaming
+)
+"""
+
+
+def test_parse_gomod():
+    parsed = gomod.parse_gomod(KUBERNETES_GOMOD + "replace example.org/a v1.0.0 => example.org/b v1.1.0\n"
+                               "exclude example.org/c v0.1.0\n")
+    assert parsed["module"] == "k8s.io/kubernetes"
+    assert parsed["go"] == "1.26.0"
+    assert ("k8s.io/api", None, "./staging/src/k8s.io/api", None) in parsed["replace"]
+    assert ("example.org/a", "v1.0.0", "example.org/b", "v1.1.0") in parsed["replace"]
+    assert parsed["exclude"] == [("example.org/c", "v0.1.0")]
+
+
+def test_kubernetes_tools_module_replaces_every_staging_module_with_v0():
+    component = source.kubernetes_component("v1.37.1", "2026-09-23T17:06:22Z")
+    text = gomod.tools_gomod(component, {"k8s.io/kubernetes": KUBERNETES_GOMOD})
+    assert "\tk8s.io/kubernetes v1.37.1\n" in text
+    for module in ("k8s.io/api", "k8s.io/client-go", "k8s.io/cri-streaming"):
+        assert "\t%s => %s v0.37.1\n" % (module, module) in text
+    assert "./staging" not in text
+    assert "\ngo 1.26.0\n" in text
+
+
+def test_fetch_path_becomes_a_replacement():
+    component = source.crictl_component("v1.37.0")
+    text = gomod.tools_gomod(component, {"sigs.k8s.io/cri-tools":
+                                         "module sigs.k8s.io/cri-tools\n\ngo 1.26.6\n"})
+    assert "\tsigs.k8s.io/cri-tools v1.37.0\n" in text
+    assert "sigs.k8s.io/cri-tools => github.com/kubernetes-sigs/cri-tools v1.37.0" in text
+
+
+def test_local_replacement_without_a_version_rule_is_an_error():
+    component = gomod.GoComponent("x", "v1.0.0", [("example.org/x", "v1.0.0")],
+                                  {"x": "example.org/x"})
+    with pytest.raises(gomod.GoError, match="local path"):
+        gomod.tools_gomod(component, {"example.org/x": "module example.org/x\n"
+                                                       "replace example.org/y => ../y\n"})
+
+
+def test_kubernetes_version_ldflags_cover_both_packages():
+    flags = gomod.kubernetes_version_ldflags("v1.37.1", "2026-09-23T17:06:22Z")
+    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        assert "-X %s.gitVersion=v1.37.1" % package in flags
+        assert "-X %s.gitMajor=1" % package in flags
+        assert "-X %s.gitMinor=37" % package in flags
+        assert "-X %s.gitTreeState=clean" % package in flags
+        assert "-X %s.buildDate=2026-09-23T17:06:22Z" % package in flags
+        assert "-X %s.gitCommit=" % package in flags
+
+
+def test_ldflags_values_must_not_need_quoting():
+    with pytest.raises(gomod.GoError):
+        gomod.x_flags("p", [("k", "two words")])
+
+
+@pytest.mark.parametrize("package, name", [
+    ("k8s.io/kubernetes/cmd/kubeadm", "kubeadm"),
+    ("go.etcd.io/etcd/server/v3", "server"),
+    ("go.etcd.io/etcd/etcdctl/v3", "etcdctl"),
+    ("github.com/coredns/coredns", "coredns"),
+    ("github.com/flannel-io/flannel/cmd/install_conf", "install_conf"),
+])
+def test_default_exec_name(package, name):
+    assert gomod.default_exec_name(package) == name
+
+
+def test_jsonv2_is_turned_off_for_go_1_27():
+    assert gomod.jsonv2_off("") == "nojsonv2"
+    assert gomod.jsonv2_off("jsonv2,foo") == "foo,nojsonv2"
+    go = gomod.Go(environ={"PATH": "/usr/bin"})
+    go._version = "go1.27.0"
+    assert go.env()["GOEXPERIMENT"] == "nojsonv2"
+    go._version = "go1.26.8"
+    assert "GOEXPERIMENT" not in go.env()
+    env = go.env()
+    assert env["GOTOOLCHAIN"] == "local" and env["CGO_ENABLED"] == "0"
+
+
+def test_build_command(tmp_path):
+    calls = []
+
+    def run(cmd, **kwargs):
+        calls.append((cmd, kwargs))
+        if cmd[1] == "env":
+            return subprocess.CompletedProcess(cmd, 0, stdout="go1.26.8\n")
+        return subprocess.CompletedProcess(cmd, 0)
+
+    go = gomod.Go(run=run, environ={})
+    go.build(str(tmp_path), ["k8s.io/kubernetes/cmd/kubeadm"], "/out", ["-s", "-w"], ["t1"])
+    cmd, kwargs = calls[-1]
+    assert cmd == ["go", "build", "-trimpath", "-ldflags", "-s -w", "-tags", "t1", "-o", "/out/",
+                   "k8s.io/kubernetes/cmd/kubeadm"]
+    assert kwargs["env"]["CGO_ENABLED"] == "0"
+
+
+def test_cni_plugin_packages(tmp_path):
+    for group, names in (("main", ["bridge", "loopback", "windows"]), ("ipam", ["host-local"]),
+                         ("meta", ["portmap"])):
+        for name in names:
+            (tmp_path / "plugins" / group / name).mkdir(parents=True)
+    (tmp_path / "plugins" / "main" / "README.md").parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "plugins" / "main" / "README.md").write_text("x")
+    packages = source.cni_plugin_packages(str(tmp_path))
+    assert packages == {
+        "bridge": "github.com/containernetworking/plugins/plugins/main/bridge",
+        "loopback": "github.com/containernetworking/plugins/plugins/main/loopback",
+        "host-local": "github.com/containernetworking/plugins/plugins/ipam/host-local",
+        "portmap": "github.com/containernetworking/plugins/plugins/meta/portmap",
+    }
+
+
+def test_pins_override_upstream_requirements_and_replacements():
+    component = source.flannel_component("v0.28.10")
+    upstream = ("module github.com/flannel-io/flannel\n\ngo 1.26.0\n\nrequire (\n"
+                "\tgithub.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc v1.3.188\n)\n"
+                "replace github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc => "
+                "example.org/fork v1.0.0\n")
+    text = gomod.tools_gomod(component, {"github.com/flannel-io/flannel": upstream})
+    for module, version in source.FLANNEL_PINS.items():
+        assert "\t%s => %s %s\n" % (module, module, version) in text
+    assert "example.org/fork" not in text

@@ -1,0 +1,19 @@
+#!/usr/bin/env python3
+"""Build the slipway.cluster artifact bundle, or verify one.
+
+    python3 tools/bundle/build.py [--backend source|download] [--kubernetes-version vX.Y.Z]
+                                  [--out DIR] [--cache-dir DIR]
+    python3 tools/bundle/build.py verify DIR
+
+The format and both backends are described in docs/bundle.md.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bundler.cli import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,216 @@
+"""build.py's command line: build a bundle with one of the backends, or verify one."""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+from . import manifest, steps, versions
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOLS_BUNDLE = os.path.dirname(HERE)
+REPO_ROOT = os.path.dirname(os.path.dirname(TOOLS_BUNDLE))
+DEFAULT_OUT = os.path.join(REPO_ROOT, "bundle")
+DEFAULT_CACHE = os.environ.get("SLIPWAY_BUNDLE_CACHE", os.path.join(REPO_ROOT, ".cache", "bundle"))
+BUILD_STAMP = ".build-stamp"
+BACKENDS = ("source", "download")
+
+
+def builder_sources():
+    """Every file of the builder: a change to any of them rebuilds the bundle (the steps inside
+    are keyed more narrowly, so the expensive ones are reused when they are not affected)."""
+    paths = []
+    for base in (HERE, os.path.join(TOOLS_BUNDLE, "pause"), os.path.join(TOOLS_BUNDLE, "images")):
+        for name in sorted(os.listdir(base)):
+            full = os.path.join(base, name)
+            if os.path.isfile(full) and not name.endswith(".pyc"):
+                paths.append(full)
+    return paths
+
+
+def make_backend(name, kubernetes_version, cache_dir, out=sys.stdout):
+    if name == "source":
+        from .source import SourceBackend  # noqa: PLC0415
+        return SourceBackend(kubernetes_version, cache_dir, out)
+    if name == "download":
+        from .download import DownloadBackend  # noqa: PLC0415
+        return DownloadBackend(kubernetes_version, cache_dir, out)
+    raise ValueError("unknown backend %r (choose from %s)" % (name, ", ".join(BACKENDS)))
+
+
+def _link_or_copy(src, dest, mode):
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copyfile(src, dest)
+    os.chmod(dest, mode)
+
+
+def assemble(out_dir, result, arch=versions.ARCH):
+    """Write the bundle: bin/, images/ and manifest.yml, replacing an older bundle in out_dir."""
+    os.makedirs(out_dir, exist_ok=True)
+    has_manifest = os.path.exists(os.path.join(out_dir, manifest.MANIFEST_NAME))
+    for top in manifest.CONTENT_DIRS:
+        if os.path.exists(os.path.join(out_dir, top)) and not has_manifest:
+            raise SystemExit("%s has a %s/ but no %s: not a bundle, refusing to replace it"
+                             % (out_dir, top, manifest.MANIFEST_NAME))
+    new = os.path.join(out_dir, ".new")
+    if os.path.exists(new):
+        shutil.rmtree(new)
+    binaries, images = [], []
+    for relpath, source, component in result.binaries:
+        dest = os.path.join(new, relpath)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        _link_or_copy(source, dest, 0o755)
+        binaries.append(manifest.file_entry(new, relpath, component=component))
+    for relpath, source, name, ref, component in result.images:
+        dest = os.path.join(new, relpath)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        _link_or_copy(source, dest, 0o644)
+        images.append(manifest.file_entry(new, relpath, name=name, ref=ref, component=component))
+    data = {
+        "format_version": manifest.FORMAT_VERSION,
+        "kubernetes_version": result.kubernetes_version,
+        "arch": arch,
+        "backend": result.backend,
+        "components": result.components,
+        "binaries": sorted(binaries, key=lambda entry: entry["path"]),
+        "images": sorted(images, key=lambda entry: entry["path"]),
+    }
+    for name in (manifest.MANIFEST_NAME, BUILD_STAMP):
+        if os.path.exists(os.path.join(out_dir, name)):
+            os.remove(os.path.join(out_dir, name))
+    for top in manifest.CONTENT_DIRS:
+        old = os.path.join(out_dir, top)
+        if os.path.exists(old):
+            shutil.rmtree(old)
+        if os.path.exists(os.path.join(new, top)):
+            os.replace(os.path.join(new, top), old)
+    shutil.rmtree(new)
+    manifest.write(out_dir, data)
+    return data
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_json(path, value):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(value, handle, indent=1, sort_keys=True)
+
+
+def _human(seconds):
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return "%dm%02ds" % (minutes, secs) if minutes else "%.1fs" % seconds
+
+
+def build(args, out=sys.stdout):
+    started = time.monotonic()
+    out_dir = os.path.abspath(args.out)
+    cache_dir = os.path.abspath(args.cache_dir)
+    os.makedirs(cache_dir, exist_ok=True)
+    backend = make_backend(args.backend, args.kubernetes_version, cache_dir, out)
+    key = steps.digest({"backend": backend.name, "arch": versions.ARCH,
+                        "inputs": backend.inputs(),
+                        "code": steps.files_digest(builder_sources())})
+    times_path = os.path.join(cache_dir, "build-times.json")
+    times = _read_json(times_path)
+    stamp = _read_json(os.path.join(out_dir, BUILD_STAMP))
+    if stamp.get("key") == key:
+        try:
+            problems = manifest.verify(out_dir, quick=True)
+        except manifest.ManifestError as exc:
+            problems = [str(exc)]
+        if not problems:
+            out.write("bundle %s is up to date (%s backend, Kubernetes %s); checked in %s\n"
+                      % (out_dir, backend.name, backend.kubernetes_version,
+                         _human(time.monotonic() - started)))
+            if key in times:
+                out.write("the build that made it took %s%s\n"
+                          % (_human(times[key]["seconds"]),
+                             " (cold)" if times[key].get("cold") else ""))
+            return 0
+    result = backend.build()
+    backend.steps.say("writing %s" % out_dir)
+    data = assemble(out_dir, result)
+    elapsed = time.monotonic() - started
+    cold = not backend.steps.reused
+    times[key] = {"seconds": round(elapsed, 1), "cold": cold,
+                  "steps": {name: round(secs, 1) for name, secs in backend.steps.ran}}
+    _write_json(times_path, times)
+    _write_json(os.path.join(out_dir, BUILD_STAMP), {"key": key})
+    out.write("\nbundle %s (%s backend, Kubernetes %s, %s)\n"
+              % (out_dir, backend.name, data["kubernetes_version"], data["arch"]))
+    for entry in data["images"]:
+        out.write("  %-32s %s\n" % (entry["path"], entry["ref"]))
+    out.write("  %d binaries under bin/\n" % len(data["binaries"]))
+    for name, secs in backend.steps.ran:
+        out.write("  step %-28s %s\n" % (name, _human(secs)))
+    if backend.steps.reused:
+        out.write("  reused %d cached steps: %s\n" % (len(backend.steps.reused),
+                                                     ", ".join(backend.steps.reused)))
+    out.write("%s build time: %s\n" % ("cold" if cold else "warm", _human(elapsed)))
+    return 0
+
+
+def verify(args, out=sys.stdout):
+    try:
+        problems = manifest.verify(args.dir)
+    except manifest.ManifestError as exc:
+        out.write("%s\n" % exc)
+        return 2
+    if problems:
+        for problem in problems:
+            out.write("%s\n" % problem)
+        out.write("bundle %s: %d problem(s)\n" % (args.dir, len(problems)))
+        return 1
+    data = manifest.load(args.dir)
+    out.write("bundle %s: %d binaries and %d images match manifest.yml\n"
+              % (args.dir, len(data["binaries"]), len(data["images"])))
+    return 0
+
+
+def parser():
+    main = argparse.ArgumentParser(
+        prog="build.py",
+        description="Build the slipway.cluster artifact bundle (docs/bundle.md), or verify one "
+                    "with `build.py verify DIR`.")
+    main.add_argument("--backend", choices=BACKENDS, default="source",
+                      help="source: build everything from Go modules and Debian packages "
+                           "(default); download: official release files and upstream images")
+    main.add_argument("--kubernetes-version", default=versions.DEFAULT_KUBERNETES_VERSION,
+                      help="default: %(default)s")
+    main.add_argument("--out", default=DEFAULT_OUT, help="bundle directory (default: %(default)s)")
+    main.add_argument("--cache-dir", default=DEFAULT_CACHE,
+                      help="build steps and downloads (default: %(default)s, or "
+                           "$SLIPWAY_BUNDLE_CACHE)")
+    return main
+
+
+def verify_parser():
+    check = argparse.ArgumentParser(prog="build.py verify",
+                                    description="Recheck every file of a bundle against "
+                                                "manifest.yml.")
+    check.add_argument("dir", help="bundle directory")
+    return check
+
+
+def main(argv):
+    if argv and argv[0] == "verify":
+        return verify(verify_parser().parse_args(argv[1:]))
+    args = parser().parse_args(argv)
+    try:
+        args.kubernetes_version = versions.normalize_kubernetes_version(args.kubernetes_version)
+        versions.companions(args.kubernetes_version)
+    except versions.VersionError as exc:
+        sys.stderr.write("build.py: %s\n" % exc)
+        return 2
+    return build(args)

@@ -1,0 +1,401 @@
+"""The `source` backend: every binary and image built here, from Go modules and Debian packages.
+
+Nothing is downloaded but Go modules (through the Go module proxy) and Debian packages (through
+apt). See docs/bundle.md for what is built from which module and version.
+"""
+
+import json
+import os
+import subprocess
+
+from . import debs, dockerarchive, gomod, images, kubeadm, steps, versions
+from .result import BackendResult
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOLS_BUNDLE = os.path.dirname(HERE)
+PAUSE_C = os.path.join(TOOLS_BUNDLE, "pause", "pause.c")
+
+KUBERNETES_PROGRAMS = ("kubeadm", "kubelet", "kubectl", "kube-apiserver",
+                       "kube-controller-manager", "kube-scheduler", "kube-proxy")
+CNI_PLUGIN_GROUPS = ("main", "ipam", "meta")
+CNI_PLUGIN_SKIP = ("windows",)
+STRIP = ["-s", "-w"]
+
+
+def _code(*names):
+    return steps.files_digest([os.path.join(HERE, name) for name in names])
+
+
+# ---------------------------------------------------------------------------------------------
+# the Go components
+
+def kubernetes_component(version, build_date):
+    staging = versions.staging_version(version)
+
+    def local_version(module):
+        if not module.startswith("k8s.io/"):
+            raise gomod.GoError("k8s.io/kubernetes replaces %s with a local path" % module)
+        return staging
+
+    return gomod.GoComponent(
+        "kubernetes", version, [("k8s.io/kubernetes", version)],
+        {name: "k8s.io/kubernetes/cmd/" + name for name in KUBERNETES_PROGRAMS},
+        ldflags=STRIP + gomod.kubernetes_version_ldflags(version, build_date),
+        local_version=local_version,
+        source="Go module k8s.io/kubernetes %s with the k8s.io staging modules at %s"
+               % (version, staging))
+
+
+def etcd_component(version):
+    modules = ("go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/etcdctl/v3",
+               "go.etcd.io/etcd/etcdutl/v3")
+
+    def local_version(module):
+        if not module.startswith("go.etcd.io/etcd/"):
+            raise gomod.GoError("etcd replaces %s with a local path" % module)
+        return version
+
+    return gomod.GoComponent(
+        "etcd", version, [(module, version) for module in modules],
+        {"etcd": modules[0], "etcdctl": modules[1], "etcdutl": modules[2]},
+        ldflags=STRIP + gomod.x_flags("go.etcd.io/etcd/api/v3/version", [("GitSHA", "")]),
+        local_version=local_version,
+        source="Go modules go.etcd.io/etcd/{server,etcdctl,etcdutl}/v3 %s" % version)
+
+
+def coredns_component(version):
+    return gomod.GoComponent(
+        "coredns", version, [("github.com/coredns/coredns", version)],
+        {"coredns": "github.com/coredns/coredns"},
+        ldflags=STRIP + gomod.x_flags("github.com/coredns/coredns/coremain", [("GitCommit", "")]),
+        tags=["grpcnotrace"],
+        source="Go module github.com/coredns/coredns %s" % version)
+
+
+# flannel's go.mod wants tencentcloud-sdk-go common v1.3.190 and vpc v1.3.188 (for its
+# tencentvpc backend, linked into flanneld whatever backend is configured); the Go module proxy
+# does not serve those versions. These served versions compile with flannel's code.
+FLANNEL_PINS = {
+    "github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/common": "v1.3.206",
+    "github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc": "v1.0.500",
+}
+
+
+def flannel_component(version):
+    return gomod.GoComponent(
+        "flannel", version, [("github.com/flannel-io/flannel", version)],
+        {"flanneld": "github.com/flannel-io/flannel",
+         "install-conf": "github.com/flannel-io/flannel/cmd/install_conf"},
+        # The udp backend is C (cgo), as in flannel's own static build: link it statically and
+        # keep name and user lookups in Go so that the static binary needs no glibc NSS.
+        ldflags=STRIP + ["-linkmode=external", "-extldflags=-static"]
+        + gomod.x_flags("github.com/flannel-io/flannel/pkg/version", [("Version", version)]),
+        tags=["netgo", "osusergo"],
+        env={"CGO_ENABLED": "1"},
+        pins=FLANNEL_PINS,
+        source="Go module github.com/flannel-io/flannel %s (tencentcloud-sdk-go common %s, vpc "
+               "%s: the versions flannel wants are not on the module proxy)"
+               % (version, FLANNEL_PINS["github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/"
+                                        "common"],
+                  FLANNEL_PINS["github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc"]))
+
+
+def flannel_cni_component():
+    info = versions.SOURCE_FLANNEL_CNI_PLUGIN
+    return gomod.GoComponent(
+        "flannel-cni-plugin", info["version"], [(info["module"], info["version"])],
+        {"flannel": info["package"]},
+        ldflags=STRIP + gomod.x_flags(info["module"] + "/pkg/utils/buildversion",
+                                      [("BuildVersion", info["version"])]),
+        source="Go module %s %s, package plugins/meta/flannel (github.com/flannel-io/cni-plugin "
+               "is not served by the Go module proxy)" % (info["module"], info["version"]))
+
+
+def cni_plugins_component(version, plugin_packages):
+    module = "github.com/containernetworking/plugins"
+    return gomod.GoComponent(
+        "cni-plugins", version, [(module, version)], plugin_packages,
+        ldflags=STRIP + gomod.x_flags(module + "/pkg/utils/buildversion",
+                                      [("BuildVersion", version)]),
+        source="Go module %s %s" % (module, version))
+
+
+def cni_plugin_packages(module_dir):
+    """{plugin: package} of every Linux plugin in a containernetworking/plugins release."""
+    module = "github.com/containernetworking/plugins"
+    packages = {}
+    for group in CNI_PLUGIN_GROUPS:
+        base = os.path.join(module_dir, "plugins", group)
+        for name in sorted(os.listdir(base)):
+            if name in CNI_PLUGIN_SKIP or not os.path.isdir(os.path.join(base, name)):
+                continue
+            packages[name] = "%s/plugins/%s/%s" % (module, group, name)
+    return packages
+
+
+def crictl_component(version):
+    return gomod.GoComponent(
+        "crictl", version, [("sigs.k8s.io/cri-tools", version)],
+        {"crictl": "sigs.k8s.io/cri-tools/cmd/crictl"},
+        ldflags=STRIP + gomod.x_flags("sigs.k8s.io/cri-tools/pkg/version",
+                                      [("Version", version)]),
+        fetch={"sigs.k8s.io/cri-tools": "github.com/kubernetes-sigs/cri-tools"},
+        source="Go module sigs.k8s.io/cri-tools %s (served as github.com/kubernetes-sigs/"
+               "cri-tools)" % version)
+
+
+def metrics_server_component(version, build_date):
+    return gomod.GoComponent(
+        "metrics-server", version, [("sigs.k8s.io/metrics-server", version)],
+        {"metrics-server": "sigs.k8s.io/metrics-server/cmd/metrics-server"},
+        ldflags=["-w"] + gomod.x_flags("k8s.io/client-go/pkg/version",
+                                       [("gitVersion", version), ("gitCommit", ""),
+                                        ("buildDate", build_date)]),
+        source="Go module sigs.k8s.io/metrics-server %s" % version)
+
+
+# ---------------------------------------------------------------------------------------------
+
+class SourceBackend:
+    name = "source"
+
+    def __init__(self, kubernetes_version, cache_dir, out, run=subprocess.run, go=None):
+        self.kubernetes_version = versions.normalize_kubernetes_version(kubernetes_version)
+        self.companions = versions.companions(self.kubernetes_version)
+        self.cache_dir = cache_dir
+        self.run = run
+        self.go = go or gomod.Go(run=run)
+        self.steps = steps.Steps(cache_dir, out)
+        self.log_path = os.path.join(cache_dir, "build.log")
+        self.scratch = os.path.join(cache_dir, "scratch")
+        os.makedirs(self.scratch, exist_ok=True)
+
+    # --- inputs known without building, for the bundle's own stamp --------------------------
+    def inputs(self):
+        return {
+            "kubernetes": self.kubernetes_version,
+            "companions": self.companions,
+            "flannel_cni_source": versions.SOURCE_FLANNEL_CNI_PLUGIN,
+            "go": self.go.version(),
+            "gcc": self._gcc_version(),
+            "debs": debs.candidate_versions(self._deb_packages(), run=self.run),
+        }
+
+    def _deb_packages(self):
+        return list(versions.DEBIAN_NETFILTER_PACKAGES) + [versions.DEBIAN_BUSYBOX_PACKAGE]
+
+    def _gcc_version(self):
+        proc = self.run(["gcc", "-dumpfullversion"], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError("gcc is needed for the pause image: %s" % proc.stderr)
+        return proc.stdout.strip()
+
+    # --- steps -------------------------------------------------------------------------------
+    def _go_step(self, component, with_log):
+        key = steps.digest({"spec": component.spec(), "go": self.go.version(),
+                            "code": _code("gomod.py", "source.py")})
+
+        def produce(tmp):
+            self.steps.say("%s %s: go build %s" % (component.name, component.version,
+                                                   " ".join(sorted(component.programs))))
+            workdir = os.path.join(self.cache_dir, "go", component.name)
+            os.makedirs(workdir, exist_ok=True)
+            upstream = {}
+            for module, version in component.requires:
+                info = self.go.download(component.fetch.get(module, module), version,
+                                        self.scratch)
+                with open(info["GoMod"], encoding="utf-8") as handle:
+                    upstream[module] = handle.read()
+            text = gomod.tools_gomod(component, upstream)
+            gomod_path = os.path.join(workdir, "go.mod")
+            old = open(gomod_path, encoding="utf-8").read() if os.path.exists(gomod_path) else None
+            if old != text:
+                with open(gomod_path, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+            built = os.path.join(tmp, "build")
+            self.go.build(workdir, sorted(component.programs.values()), built,
+                          component.ldflags, component.tags, log=with_log,
+                          env=component.env)
+            for name, package in component.programs.items():
+                os.replace(os.path.join(built, gomod.default_exec_name(package)),
+                           os.path.join(tmp, name))
+            os.rmdir(built)
+
+        return self.steps.run("go-" + component.name, key, produce), key
+
+    def _module_info(self, module, version):
+        return self.go.download(module, version, self.scratch)
+
+    def _kubeadm_refs(self, k8s_dir, k8s_key):
+        key = steps.digest({"kubernetes": k8s_key, "code": _code("kubeadm.py")})
+
+        def produce(tmp):
+            refs = kubeadm.list_images(os.path.join(k8s_dir, "kubeadm"),
+                                       self.kubernetes_version, run=self.run)
+            info = self._module_info("k8s.io/kubernetes", self.kubernetes_version)
+            constants = os.path.join(info["Dir"], "cmd/kubeadm/app/constants/constants.go")
+            with open(constants, encoding="utf-8") as handle:
+                minor = versions.parse_kubernetes_version(self.kubernetes_version)[1]
+                expected = kubeadm.constants_tags(handle.read(), minor)
+            for name in ("etcd", "coredns", "pause"):
+                if kubeadm.tag(refs[name]) != expected[name]:
+                    raise kubeadm.KubeadmError(
+                        "kubeadm lists %s but its constants.go says %s"
+                        % (refs[name], expected[name]))
+            with open(os.path.join(tmp, "refs.json"), "w", encoding="utf-8") as handle:
+                json.dump(refs, handle, indent=1, sort_keys=True)
+
+        out = self.steps.run("kubeadm-images", key, produce)
+        with open(os.path.join(out, "refs.json"), encoding="utf-8") as handle:
+            return json.load(handle), key
+
+    def _pause(self, tag):
+        key = steps.digest({"tag": tag, "gcc": self._gcc_version(),
+                            "code": steps.files_digest([PAUSE_C])})
+
+        def produce(tmp):
+            self.steps.say("pause %s: gcc -Os -static" % tag)
+            cmd = ["gcc", "-Os", "-static", "-s", "-Wall", "-Werror",
+                   '-DPAUSE_VERSION="%s"' % tag, "-o", os.path.join(tmp, "pause"), PAUSE_C]
+            proc = self.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise RuntimeError("%s failed:\n%s" % (" ".join(cmd), proc.stderr))
+
+        return self.steps.run("pause", key, produce), key
+
+    def _debian_root(self, deb_versions):
+        key = steps.digest({"debs": deb_versions, "code": _code("debs.py")})
+
+        def produce(tmp):
+            self.steps.say("Debian packages: apt-get download + dpkg-deb -x (%d packages)"
+                           % len(deb_versions))
+            with open(self.log_path, "a", encoding="utf-8") as log:
+                paths = debs.fetch(sorted(deb_versions), deb_versions,
+                                   os.path.join(self.cache_dir, "debs"), run=self.run, log=log)
+            debs.unpack(paths, os.path.join(tmp, "root"), run=self.run)
+
+        return os.path.join(self.steps.run("debian-root", key, produce), "root"), key
+
+    def _image(self, spec, input_keys, busybox, applets, netfilter_root):
+        key = steps.digest({"spec": spec.key(), "inputs": input_keys,
+                            "code": [_code("dockerarchive.py", "images.py", "elf.py"),
+                                     steps.files_digest([images.WRAPPER])]})
+
+        def produce(tmp):
+            self.steps.say("image %s" % spec.ref)
+            layer = spec.layer(busybox_path=busybox, applets=applets,
+                               netfilter_root=netfilter_root)
+            dockerarchive.write_image(os.path.join(tmp, "image.tar"), layer, spec.ref,
+                                      **spec.config)
+
+        return os.path.join(self.steps.run("image-" + spec.name, key, produce), "image.tar")
+
+    # --- the whole build ---------------------------------------------------------------------
+    def build(self, deb_versions=None):
+        comp = self.companions
+        k8s_version = self.kubernetes_version
+        with open(self.log_path, "a", encoding="utf-8") as log:
+            log.write("\n==== source build of Kubernetes %s\n" % k8s_version)
+            log.flush()
+            k8s_info = self._module_info("k8s.io/kubernetes", k8s_version)
+            k8s_date = gomod.module_time(k8s_info["Info"])
+            k8s_dir, k8s_key = self._go_step(kubernetes_component(k8s_version, k8s_date), log)
+            refs, refs_key = self._kubeadm_refs(k8s_dir, k8s_key)
+            etcd_tag = kubeadm.tag(refs["etcd"])
+            coredns_tag = kubeadm.tag(refs["coredns"])
+            pause_tag = kubeadm.tag(refs["pause"])
+            etcd_version = kubeadm.etcd_module_version(etcd_tag)
+            coredns_version = kubeadm.coredns_module_version(coredns_tag)
+
+            etcd_dir, etcd_key = self._go_step(etcd_component(etcd_version), log)
+            coredns_dir, coredns_key = self._go_step(coredns_component(coredns_version), log)
+            flannel_dir, flannel_key = self._go_step(flannel_component(comp["flannel"]), log)
+            fcni_dir, fcni_key = self._go_step(flannel_cni_component(), log)
+            cni_info = self._module_info("github.com/containernetworking/plugins",
+                                         comp["cni_plugins"])
+            cni = cni_plugins_component(comp["cni_plugins"], cni_plugin_packages(cni_info["Dir"]))
+            cni_dir, cni_key = self._go_step(cni, log)
+            crictl_dir, crictl_key = self._go_step(crictl_component(comp["crictl"]), log)
+            ms_info = self._module_info("sigs.k8s.io/metrics-server", comp["metrics_server"])
+            ms = metrics_server_component(comp["metrics_server"],
+                                          gomod.module_time(ms_info["Info"]))
+            ms_dir, ms_key = self._go_step(ms, log)
+        pause_dir, pause_key = self._pause(pause_tag)
+        if deb_versions is None:
+            deb_versions = debs.candidate_versions(self._deb_packages(), run=self.run)
+        deb_root, deb_key = self._debian_root(deb_versions)
+        busybox = os.path.join(deb_root, "bin", "busybox")
+        applets = images.busybox_applets(busybox, run=self.run)
+        busybox_version = versions.debian_upstream_version(
+            deb_versions[versions.DEBIAN_BUSYBOX_PACKAGE])
+
+        artifacts, artifact_keys = {}, {}
+        for directory, key, names in (
+                (k8s_dir, k8s_key, KUBERNETES_PROGRAMS),
+                (etcd_dir, etcd_key, ("etcd", "etcdctl", "etcdutl")),
+                (coredns_dir, coredns_key, ("coredns",)),
+                (flannel_dir, flannel_key, ("flanneld", "install-conf")),
+                (fcni_dir, fcni_key, ("flannel",)),
+                (crictl_dir, crictl_key, ("crictl",)),
+                (ms_dir, ms_key, ("metrics-server",)),
+                (pause_dir, pause_key, ("pause",))):
+            for name in names:
+                artifacts[name] = os.path.join(directory, name)
+                artifact_keys[name] = key
+
+        fcni_tag = versions.SOURCE_FLANNEL_CNI_PLUGIN["tag"]
+        repos = versions.IMAGE_REPOSITORIES
+        all_refs = dict(refs)
+        all_refs.update({
+            "flannel": "%s:%s" % (repos["flannel"], comp["flannel"]),
+            "flannel-cni-plugin": "%s:%s" % (repos["flannel-cni-plugin"], fcni_tag),
+            "metrics-server": "%s:%s" % (repos["metrics-server"], comp["metrics_server"]),
+            "busybox": "%s:%s" % (repos["busybox"], busybox_version),
+        })
+        labels = {name: {"io.slipway.bundle.backend": "source"} for name in all_refs}
+        specs = images.source_image_specs(all_refs, artifacts, labels)
+
+        result = BackendResult(self.kubernetes_version, "source")
+        for name in ("kubeadm", "kubelet", "kubectl"):
+            result.add_binary("bin/" + name, artifacts[name], "kubernetes")
+        result.add_binary("bin/crictl", artifacts["crictl"], "crictl")
+        for name in ("etcd", "etcdctl", "etcdutl"):
+            result.add_binary("bin/" + name, artifacts[name], "etcd")
+        for name in sorted(cni.programs):
+            result.add_binary("bin/cni/" + name, os.path.join(cni_dir, name), "cni_plugins")
+
+        for spec in specs:
+            input_keys = {path: artifact_keys[name] for name in artifacts
+                          for path, src in spec.files.items() if src == artifacts[name]}
+            if spec.busybox or spec.netfilter:
+                input_keys["debian"] = deb_key
+            archive = self._image(spec, input_keys, busybox, applets, deb_root)
+            result.add_image(spec.filename(), archive, spec.name, spec.ref, spec.component)
+
+        netfilter_versions = ", ".join(
+            "%s %s" % (pkg, deb_versions[pkg])
+            for pkg in ("iptables", "nftables", "conntrack"))
+        result.components = {
+            "kubernetes": {"version": k8s_version,
+                           "source": kubernetes_component(k8s_version, k8s_date).source},
+            "etcd": {"version": etcd_version, "image_tag": etcd_tag,
+                     "source": etcd_component(etcd_version).source},
+            "coredns": {"version": coredns_version, "image_tag": coredns_tag,
+                        "source": coredns_component(coredns_version).source},
+            "pause": {"version": pause_tag,
+                      "source": "tools/bundle/pause/pause.c, gcc -Os -static"},
+            "crictl": {"version": comp["crictl"], "source": crictl_component(comp["crictl"]).source},
+            "cni_plugins": {"version": comp["cni_plugins"], "source": cni.source},
+            "flannel": {"version": comp["flannel"],
+                        "source": flannel_component(comp["flannel"]).source},
+            "flannel_cni_plugin": {"version": fcni_tag, "source": flannel_cni_component().source},
+            "metrics_server": {"version": comp["metrics_server"], "source": ms.source},
+            "busybox": {"version": busybox_version,
+                        "source": "Debian bookworm package %s %s"
+                                  % (versions.DEBIAN_BUSYBOX_PACKAGE,
+                                     deb_versions[versions.DEBIAN_BUSYBOX_PACKAGE])},
+            "netfilter": {"version": deb_versions["iptables"],
+                          "source": "Debian bookworm packages (%s) in the kube-proxy and flannel "
+                                    "images" % netfilter_versions},
+        }
+        return result

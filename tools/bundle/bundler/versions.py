@@ -1,0 +1,137 @@
+"""Versions of everything a bundle holds: the one place to change them.
+
+The Kubernetes version is chosen by the caller (``--kubernetes-version``, default
+DEFAULT_KUBERNETES_VERSION). etcd, CoreDNS and pause are never listed here: their tags come
+from kubeadm itself (``kubeadm config images list``), so they cannot drift from what kubeadm
+deploys. Everything else that a cluster of a given Kubernetes minor needs is pinned per minor in
+COMPANIONS.
+"""
+
+import re
+
+# The newest Kubernetes release that the Go module proxy serves and that builds with Go 1.26.
+DEFAULT_KUBERNETES_VERSION = "v1.37.1"
+
+ARCH = "amd64"
+
+# Per Kubernetes minor: versions of the components kubeadm does not choose.
+#   crictl             cri-tools release of the same minor (cri-tools follows Kubernetes minors)
+#   cni_plugins        containernetworking/plugins (bridge, host-local, loopback, portmap, ...)
+#   flannel            flannel-io/flannel (flanneld, install-conf)
+#   flannel_cni_plugin the flannel CNI plugin image tag that flannel's own kube-flannel.yml of
+#                      that flannel release references (used by the download backend)
+#   metrics_server     kubernetes-sigs/metrics-server
+COMPANIONS = {
+    "1.37": {
+        "crictl": "v1.37.0",
+        "cni_plugins": "v1.9.1",
+        "flannel": "v0.28.10",
+        "flannel_cni_plugin": "v1.9.1-flannel3",
+        "metrics_server": "v0.9.0",
+    },
+    "1.36": {
+        "crictl": "v1.36.0",
+        "cni_plugins": "v1.9.1",
+        "flannel": "v0.28.10",
+        "flannel_cni_plugin": "v1.9.1-flannel3",
+        "metrics_server": "v0.9.0",
+    },
+}
+
+# The flannel CNI plugin's own module (github.com/flannel-io/cni-plugin) is not served by the Go
+# module proxy at any version. The source backend therefore builds the flannel CNI plugin from
+# the code it was forked from, containernetworking/plugins' plugins/meta/flannel, whose last
+# release carrying it is v0.9.1. The image tag says so instead of claiming a flannel-io release.
+SOURCE_FLANNEL_CNI_PLUGIN = {
+    "module": "github.com/containernetworking/plugins",
+    "version": "v0.9.1",
+    "package": "github.com/containernetworking/plugins/plugins/meta/flannel",
+    "tag": "v0.9.1-cni-plugins",
+}
+
+# Image repositories (the name part of each reference, without the tag).
+IMAGE_REPOSITORIES = {
+    "flannel": "ghcr.io/flannel-io/flannel",
+    "flannel-cni-plugin": "ghcr.io/flannel-io/flannel-cni-plugin",
+    "metrics-server": "registry.k8s.io/metrics-server/metrics-server",
+    # The small image for network checks (sh, wget, nslookup, ping, nc, httpd): busybox,
+    # tagged with the busybox version it holds.
+    "busybox": "docker.io/library/busybox",
+}
+
+# Debian bookworm packages for the source backend's images. The version of busybox in the test
+# image is the upstream part of the busybox-static package version.
+DEBIAN_BUSYBOX_PACKAGE = "busybox-static"
+# Everything the netfilter base layer (kube-proxy, flannel) is cut from: iptables (nft and
+# legacy), nft, conntrack, and the shared libraries they load. Only files that are needed end up
+# in the image (see netfilter.py); a library missing from this list is reported by name.
+DEBIAN_NETFILTER_PACKAGES = [
+    "iptables",
+    "libip4tc2",
+    "libip6tc2",
+    "libxtables12",
+    "libnftnl11",
+    "libmnl0",
+    "libnetfilter-conntrack3",
+    "libnfnetlink0",
+    "conntrack",
+    "libnetfilter-cthelper0",
+    "libnetfilter-queue1",
+    "nftables",
+    "libnftables1",
+    "libjansson4",
+    "libgmp10",
+    "libedit2",
+    "libbsd0",
+    "libmd0",
+    "libtinfo6",
+    "libc6",
+    "netbase",
+]
+
+_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")
+
+
+class VersionError(ValueError):
+    """A version string that the bundle cannot be built for."""
+
+
+def parse_kubernetes_version(version):
+    """Return (major, minor, patch) of a release version such as ``v1.37.1`` (``1.37.1`` too)."""
+    text = version if version.startswith("v") else "v" + version
+    match = _VERSION_RE.match(text)
+    if not match:
+        raise VersionError(
+            "Kubernetes version %r is not a release version like v1.37.1" % version)
+    return tuple(int(part) for part in match.groups())
+
+
+def normalize_kubernetes_version(version):
+    major, minor, patch = parse_kubernetes_version(version)
+    return "v%d.%d.%d" % (major, minor, patch)
+
+
+def staging_version(kubernetes_version):
+    """k8s.io staging modules (k8s.io/api, ...) are tagged v0.Y.Z for Kubernetes v1.Y.Z."""
+    _, minor, patch = parse_kubernetes_version(kubernetes_version)
+    return "v0.%d.%d" % (minor, patch)
+
+
+def companions(kubernetes_version):
+    """The pinned companion versions for the minor of ``kubernetes_version``."""
+    major, minor, _ = parse_kubernetes_version(kubernetes_version)
+    key = "%d.%d" % (major, minor)
+    if key not in COMPANIONS:
+        raise VersionError(
+            "no companion versions (crictl, CNI plugins, flannel, metrics-server) are pinned for "
+            "Kubernetes %s; known minors: %s (tools/bundle/bundler/versions.py)"
+            % (key, ", ".join(sorted(COMPANIONS))))
+    return dict(COMPANIONS[key])
+
+
+def debian_upstream_version(debian_version):
+    """``1:1.35.0-4+deb12u1+b1`` -> ``1.35.0``: drop the epoch and the Debian revision."""
+    text = debian_version.split(":", 1)[-1]
+    if "-" in text:
+        text = text.rsplit("-", 1)[0]
+    return text
