@@ -4,6 +4,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+
+import yaml
+
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
@@ -16,6 +21,26 @@ from ansible_collections.slipway.cluster.plugins.module_utils._model import (
 )
 
 ARGUMENT_SPEC = {"settings": {"type": "dict", "default": {}}}
+
+
+class LocalBundle:
+    """Reads a bundle directory on the controller for the model."""
+
+    def manifest(self, bundle_dir):
+        path = os.path.join(bundle_dir, "manifest.yml")
+        if not os.path.isfile(path):
+            return None
+        with open(path, encoding="utf-8") as handle:
+            return yaml.safe_load(handle)
+
+    def checksum(self, path):
+        if not os.path.isfile(path):
+            return None
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
 # Host variables the model reads; nothing else of hostvars is templated.
 HOST_VARIABLES = ("ip", "ansible_host", "access_ip")
 
@@ -32,6 +57,10 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("; ".join(validation.error_messages))
         settings = {key: self._templar.template(task_vars[key]) for key in DEFAULT_SETTINGS if key in task_vars}
         settings.update(validation.validated_parameters["settings"])
+        bundle_dir = settings.get("slipway_artifacts_bundle_dir")
+        if bundle_dir and not os.path.isabs(bundle_dir):
+            # Relative to the inventory, like kubespray's artifacts directory.
+            settings["slipway_artifacts_bundle_dir"] = os.path.normpath(os.path.join(task_vars.get("inventory_dir") or ".", bundle_dir))
         groups = task_vars.get("groups", {})
         hostvars = task_vars.get("hostvars", {})
         wanted = set()
@@ -42,7 +71,7 @@ class ActionModule(ActionBase):
             for host in wanted
         }
         try:
-            model = build_model(groups, host_settings, settings)
+            model = build_model(groups, host_settings, settings, bundle=LocalBundle())
         except ModelError as err:
             result["failed"] = True
             result["msg"] = format_problems(

@@ -12,9 +12,9 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
-SUPPORTED_KUBERNETES_MINORS = ("1.34", "1.35", "1.36")
+SUPPORTED_KUBERNETES_MINORS = ("1.36", "1.37")
 LB_MODES = ("local_haproxy", "vip", "external")
 CNIS = ("flannel", "calico", "cilium", "none")
 ETCD_MODES = ("stacked", "external")
@@ -32,7 +32,7 @@ _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 
 DEFAULT_SETTINGS: dict[str, Any] = {
     "slipway_cluster_name": "slipway",
-    "slipway_kubernetes_version": "1.36.2",
+    "slipway_kubernetes_version": "1.37.1",
     "slipway_dns_domain": "cluster.local",
     "slipway_pod_cidr": "10.233.64.0/18",
     "slipway_service_cidr": "10.233.0.0/18",
@@ -44,6 +44,9 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "slipway_cni": "flannel",
     "slipway_etcd_mode": "stacked",
     "slipway_artifacts_source": "upstream",
+    "slipway_artifacts_bundle_dir": "",
+    "slipway_artifacts_mirror_url": "",
+    "slipway_artifacts_registry_mirror": "",
     "slipway_kubesphere_enabled": False,
 }
 
@@ -319,7 +322,44 @@ def _join_host_port(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def build_model(groups: Mapping[str, Any], hostvars: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any]) -> dict[str, Any]:
+class BundleReader(Protocol):
+    """How the model reads a bundle directory; the action plugin gives a real one, tests a fake."""
+
+    def manifest(self, bundle_dir: str) -> Mapping[str, Any] | None:
+        """The parsed manifest.yml of the bundle, or None when there is none."""
+
+    def checksum(self, path: str) -> str | None:
+        """The sha256 of a file, or None when it does not exist."""
+
+
+def _artifacts(col: _Collector, settings: Mapping[str, Any], source: str, version: str, bundle: BundleReader | None):
+    # Imported here: _artifacts imports Problem from this module.
+    from ansible_collections.slipway.cluster.plugins.module_utils import _artifacts as artifacts
+
+    if not source or not version:
+        return {}
+    if source == "bundle":
+        bundle_dir = str(settings.get("slipway_artifacts_bundle_dir") or "")
+        if not bundle_dir:
+            col.error("slipway_artifacts_bundle_dir", "slipway_artifacts_source is bundle: set it to the bundle directory on the controller")
+            return {}
+        if bundle is None:
+            col.error("slipway_artifacts_bundle_dir", f"{bundle_dir} cannot be read here")
+            return {}
+        result, problems = artifacts.from_bundle(bundle.manifest(bundle_dir), bundle_dir, version, bundle.checksum)
+    else:
+        result, problems = artifacts.from_release(
+            version, source, mirror_url=str(settings.get("slipway_artifacts_mirror_url") or ""),
+            registry=str(settings.get("slipway_artifacts_registry_mirror") or ""),
+        )
+    col.problems.extend(problems)
+    return result
+
+
+def build_model(
+    groups: Mapping[str, Any], hostvars: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any],
+    bundle: BundleReader | None = None,
+) -> dict[str, Any]:
     """Validate the inventory and settings; return the model or raise ModelError with every problem."""
     col = _Collector()
     settings = {**DEFAULT_SETTINGS, **{k: v for k, v in settings.items() if v is not None}}
@@ -342,7 +382,7 @@ def build_model(groups: Mapping[str, Any], hostvars: Mapping[str, Mapping[str, A
     if parsed is None:
         col.error(
             "slipway_kubernetes_version",
-            f"'{settings['slipway_kubernetes_version']}' is not a Kubernetes version; set it like 1.36.2",
+            f"'{settings['slipway_kubernetes_version']}' is not a Kubernetes version; set it like 1.37.1",
         )
     elif f"{parsed[0]}.{parsed[1]}" not in SUPPORTED_KUBERNETES_MINORS:
         col.error(
@@ -361,6 +401,8 @@ def build_model(groups: Mapping[str, Any], hostvars: Mapping[str, Mapping[str, A
         col.warn("group loadbalancer", f"its hosts are only used with slipway_lb_mode vip; with {lb_mode} they get nothing")
 
     etcd_members = _check_etcd(col, etcd_mode or "stacked", control_planes, etcd_group) if etcd_mode else []
+
+    artifacts = _artifacts(col, settings, source, version, bundle)
 
     pod = _parse_cidr(col, "slipway_pod_cidr", settings["slipway_pod_cidr"])
     service = _parse_cidr(col, "slipway_service_cidr", settings["slipway_service_cidr"])
@@ -394,6 +436,7 @@ def build_model(groups: Mapping[str, Any], hostvars: Mapping[str, Mapping[str, A
         "cni": cni,
         "etcd_mode": etcd_mode,
         "artifacts_source": source,
+        "artifacts": artifacts,
         "kubesphere_enabled": kubesphere,
         "endpoint": endpoint,
         "control_planes": control_planes,

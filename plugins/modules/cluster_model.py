@@ -52,7 +52,7 @@ EXAMPLES = r"""
 - name: Validate with an explicit version
   slipway.cluster.cluster_model:
     settings:
-      slipway_kubernetes_version: 1.36.2
+      slipway_kubernetes_version: 1.37.1
       slipway_lb_mode: vip
       slipway_control_plane_endpoint: 10.0.0.250
   run_once: true
@@ -73,7 +73,7 @@ ansible_facts:
       type: dict
       returned: success
       sample:
-        kubernetes_version: 1.36.2
+        kubernetes_version: 1.37.1
         first_control_plane: cp1
         endpoint: {mode: local_haproxy, host: 127.0.0.1, port: 8443, address: "127.0.0.1:8443"}
         nodes: {cp1: {name: cp1, address: 10.0.0.11, roles: [control_plane, etcd], kubernetes: true}}

@@ -44,8 +44,8 @@ def one_problem(groups=None, hostvars=None, **settings) -> str:
 
 def test_good_inventory_gives_the_model():
     model = build()
-    assert model["kubernetes_version"] == "1.36.2"
-    assert model["kubernetes_minor"] == "1.36"
+    assert model["kubernetes_version"] == "1.37.1"
+    assert model["kubernetes_minor"] == "1.37"
     assert model["first_control_plane"] == "cp1"
     assert model["control_planes"] == ["cp1", "cp2", "cp3"]
     assert model["workers"] == ["w1", "w2"]
@@ -61,7 +61,7 @@ def test_good_inventory_gives_the_model():
 
 
 def test_version_with_v_prefix_is_normalized():
-    assert build(slipway_kubernetes_version="v1.35.4")["kubernetes_version"] == "1.35.4"
+    assert build(slipway_kubernetes_version="v1.36.4")["kubernetes_version"] == "1.36.4"
 
 
 @pytest.mark.parametrize("text,parsed", [("1.36.2", (1, 36, 2)), ("v1.34.0", (1, 34, 0)), ("1.36", None), ("latest", None)])

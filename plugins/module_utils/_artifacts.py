@@ -1,0 +1,163 @@
+# Private to the slipway.cluster collection: no compatibility promise outside it.
+"""The artifact list of the cluster model: every binary and image, where it comes from, its checksum.
+
+Three sources: ``bundle`` (a directory on the controller, described by its manifest.yml; see
+docs/bundle.md), ``upstream`` (official release URLs, checksums verified) and ``mirror`` (the same
+files under the user's file server, kubespray's ``files_repo`` layout, and a registry mirror).
+Pure Python: reading files is the caller's job (a ``checksum`` callable), so every case is a unit test.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Mapping
+
+from ansible_collections.slipway.cluster.plugins.module_utils._model import Problem
+
+BUNDLE_FORMAT_VERSION = 1
+# Images only control planes (and external etcd members) run.
+CONTROL_PLANE_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd")
+KUBERNETES_BINARIES = ("kubeadm", "kubelet", "kubectl", "crictl")
+ETCD_BINARIES = ("etcd", "etcdctl", "etcdutl")
+CNI_DIR = "/opt/cni/bin"
+BIN_DIR = "/usr/local/bin"
+
+# Versions of what kubeadm does not choose, per Kubernetes minor (tools/bundle builds the same).
+COMPANIONS: dict[str, dict[str, str]] = {
+    "1.37": {"crictl": "v1.37.0", "cni_plugins": "v1.9.1", "flannel": "v0.28.10",
+             "flannel_cni_plugin": "v1.9.1-flannel3", "metrics_server": "v0.9.0", "busybox": "1.35.0"},
+    "1.36": {"crictl": "v1.36.0", "cni_plugins": "v1.9.1", "flannel": "v0.28.10",
+             "flannel_cni_plugin": "v1.9.1-flannel3", "metrics_server": "v0.9.0", "busybox": "1.35.0"},
+}
+ADDON_REPOSITORIES = {
+    "flannel": "ghcr.io/flannel-io/flannel",
+    "flannel-cni-plugin": "ghcr.io/flannel-io/flannel-cni-plugin",
+    "metrics-server": "registry.k8s.io/metrics-server/metrics-server",
+    "busybox": "docker.io/library/busybox",
+}
+UPSTREAM = {
+    "kubernetes": "https://dl.k8s.io/release/v{version}/bin/linux/{arch}/{name}",
+    "crictl": "https://github.com/kubernetes-sigs/cri-tools/releases/download/{crictl}/crictl-{crictl}-linux-{arch}.tar.gz",
+    "cni_plugins": "https://github.com/containernetworking/plugins/releases/download/"
+                   "{cni_plugins}/cni-plugins-linux-{arch}-{cni_plugins}.tgz",
+}
+CNI_PLUGINS = ("bridge", "host-local", "loopback", "portmap", "bandwidth", "tuning")
+ARCHES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+
+
+def _strip_v(version: str) -> str:
+    return str(version).lstrip("v")
+
+
+def _binary_entry(path: str, name: str, group: str, **extra: Any) -> dict[str, Any]:
+    dest_dir = CNI_DIR if group == "cni" else BIN_DIR
+    return {"name": name, "dest": f"{dest_dir}/{name}", "group": group, **extra}
+
+
+def _group_of(relpath: str, name: str) -> str | None:
+    if relpath.startswith("bin/cni/"):
+        return "cni"
+    if name in KUBERNETES_BINARIES:
+        return "kubernetes"
+    if name in ETCD_BINARIES:
+        return "etcd"
+    return None
+
+
+def from_bundle(
+    manifest: Mapping[str, Any] | None, bundle_dir: str, kubernetes_version: str, checksum: Callable[[str], str | None],
+) -> tuple[dict[str, Any], list[Problem]]:
+    """Check a bundle against its manifest and the wanted version; return (artifacts, problems).
+
+    ``checksum(path)`` returns the sha256 of a file, or None when it does not exist.
+    """
+    where = "slipway_artifacts_bundle_dir"
+    if manifest is None:
+        return {}, [Problem(where, f"{bundle_dir} has no manifest.yml; build one with 'make bundle' or point it at a bundle")]
+    problems: list[Problem] = []
+    if manifest.get("format_version") != BUNDLE_FORMAT_VERSION:
+        problems.append(Problem(where, f"{bundle_dir}/manifest.yml has format_version {manifest.get('format_version')!r}; "
+                                       f"this collection reads format {BUNDLE_FORMAT_VERSION}"))
+        return {}, problems
+    bundled = _strip_v(manifest.get("kubernetes_version", ""))
+    if bundled != kubernetes_version:
+        problems.append(Problem(
+            "slipway_kubernetes_version",
+            f"is {kubernetes_version} but the bundle at {bundle_dir} holds Kubernetes {bundled}; "
+            f"set slipway_kubernetes_version: {bundled} or build a bundle for {kubernetes_version}",
+        ))
+    binaries, images = [], {}
+    for entry in list(manifest.get("binaries") or []) + list(manifest.get("images") or []):
+        relpath = str(entry.get("path", ""))
+        full = os.path.join(bundle_dir, relpath)
+        actual = checksum(full)
+        if actual is None:
+            problems.append(Problem(f"bundle file {relpath}", f"is listed in manifest.yml but missing from {bundle_dir}; "
+                                                              "copy the whole bundle again"))
+            continue
+        if actual != entry.get("sha256"):
+            problems.append(Problem(f"bundle file {relpath}", f"manifest.yml says sha256 {entry.get('sha256')}, "
+                                                              f"the file has sha256 {actual}; copy or build the bundle again"))
+            continue
+        if relpath.startswith("images/"):
+            name = str(entry.get("name"))
+            images[name] = {"ref": entry.get("ref"), "src": full, "sha256": actual,
+                            "control_plane_only": name in CONTROL_PLANE_IMAGES}
+            continue
+        name = os.path.basename(relpath)
+        group = _group_of(relpath, name)
+        if group:
+            binaries.append(_binary_entry(relpath, name, group, src=full, sha256=actual))
+    return {"source": "bundle", "bundle_dir": bundle_dir, "binaries": binaries, "images": images}, problems
+
+
+def from_release(kubernetes_version: str, source: str, arch: str = "amd64", mirror_url: str = "",
+                 registry: str = "") -> tuple[dict[str, Any], list[Problem]]:
+    """Official release files (``upstream``) or the same files under a mirror (``mirror``).
+
+    Image references stay the upstream ones; with a ``registry`` mirror, containerd is told to
+    fetch them from it, so manifests never need rewriting.
+    """
+    problems: list[Problem] = []
+    minor = kubernetes_version.rsplit(".", 1)[0]
+    companions = COMPANIONS.get(minor)
+    if companions is None:
+        return {}, [Problem("slipway_kubernetes_version", f"no artifact versions are known for Kubernetes {minor}")]
+    if source == "mirror" and not mirror_url:
+        problems.append(Problem("slipway_artifacts_mirror_url", "slipway_artifacts_source is mirror: set it to your file server, "
+                                                                "e.g. https://files.example.com (kubespray's files_repo layout)"))
+
+    def located(url: str) -> str:
+        if source != "mirror":
+            return url
+        return mirror_url.rstrip("/") + "/" + url.split("://", 1)[1]
+
+    values = {"version": kubernetes_version, "arch": arch, **companions}
+    binaries = []
+    for name in ("kubeadm", "kubelet", "kubectl"):
+        url = located(UPSTREAM["kubernetes"].format(name=name, **values))
+        binaries.append(_binary_entry(name, name, "kubernetes", url=url, checksum=f"sha256:{url}.sha256"))
+    archives = {}
+    for name in ("crictl", "cni_plugins"):
+        url = located(UPSTREAM[name].format(**values))
+        archives[name] = {"url": url, "checksum": f"sha256:{url}.sha256"}
+    images = {
+        "flannel": f"{ADDON_REPOSITORIES['flannel']}:{companions['flannel']}",
+        "flannel-cni-plugin": f"{ADDON_REPOSITORIES['flannel-cni-plugin']}:{companions['flannel_cni_plugin']}",
+        "metrics-server": f"{ADDON_REPOSITORIES['metrics-server']}:{companions['metrics_server']}",
+        "busybox": f"{ADDON_REPOSITORIES['busybox']}:{companions['busybox']}",
+    }
+    return {
+        "source": source,
+        "binaries": binaries,
+        "archives": archives,
+        "cni_plugins": list(CNI_PLUGINS),
+        # kubeadm's own images (control plane, etcd, coredns, pause) are listed by kubeadm on the node.
+        "images": {name: {"ref": ref, "control_plane_only": False} for name, ref in images.items()},
+        "registry": registry,
+    }, problems
+
+
+def image_refs(artifacts: Mapping[str, Any]) -> dict[str, str]:
+    """{short name: reference} of every image the artifacts know of."""
+    return {name: image["ref"] for name, image in (artifacts.get("images") or {}).items()}

@@ -1,0 +1,136 @@
+# Unit tests of the artifact list: bundle checks name the file and both checksums; release URLs are exact.
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.slipway.cluster.plugins.module_utils._artifacts import from_bundle, from_release, image_refs
+from ansible_collections.slipway.cluster.plugins.module_utils._model import ModelError, build_model
+
+MANIFEST = {
+    "format_version": 1,
+    "kubernetes_version": "v1.37.1",
+    "arch": "amd64",
+    "binaries": [
+        {"path": "bin/kubeadm", "component": "kubernetes", "sha256": "a" * 64, "size": 1},
+        {"path": "bin/kubelet", "component": "kubernetes", "sha256": "b" * 64, "size": 1},
+        {"path": "bin/etcd", "component": "etcd", "sha256": "c" * 64, "size": 1},
+        {"path": "bin/cni/bridge", "component": "cni_plugins", "sha256": "d" * 64, "size": 1},
+    ],
+    "images": [
+        {"path": "images/pause.tar", "name": "pause", "ref": "registry.k8s.io/pause:3.10.2", "sha256": "e" * 64, "size": 1},
+        {"path": "images/kube-apiserver.tar", "name": "kube-apiserver", "ref": "registry.k8s.io/kube-apiserver:v1.37.1",
+         "sha256": "f" * 64, "size": 1},
+    ],
+}
+SUMS = {f"/b/{e['path']}": e["sha256"] for e in MANIFEST["binaries"] + MANIFEST["images"]}
+
+
+class FakeBundle:
+    def __init__(self, manifest=MANIFEST, sums=None):
+        self._manifest = manifest
+        self.sums = dict(SUMS if sums is None else sums)
+
+    def manifest(self, bundle_dir):
+        return self._manifest
+
+    def checksum(self, path):
+        return self.sums.get(path)
+
+
+def test_a_good_bundle_lists_binaries_and_images():
+    artifacts, problems = from_bundle(MANIFEST, "/b", "1.37.1", FakeBundle().checksum)
+    assert problems == []
+    by_name = {b["name"]: b for b in artifacts["binaries"]}
+    assert by_name["kubeadm"] == {"name": "kubeadm", "dest": "/usr/local/bin/kubeadm", "group": "kubernetes",
+                                  "src": "/b/bin/kubeadm", "sha256": "a" * 64}
+    assert by_name["etcd"]["group"] == "etcd"
+    assert by_name["bridge"]["dest"] == "/opt/cni/bin/bridge"
+    assert artifacts["images"]["pause"] == {"ref": "registry.k8s.io/pause:3.10.2", "src": "/b/images/pause.tar",
+                                            "sha256": "e" * 64, "control_plane_only": False}
+    assert artifacts["images"]["kube-apiserver"]["control_plane_only"] is True
+    assert image_refs(artifacts)["pause"] == "registry.k8s.io/pause:3.10.2"
+
+
+def test_checksum_mismatch_names_the_file_and_both_checksums():
+    sums = {**SUMS, "/b/images/pause.tar": "0" * 64}
+    _, problems = from_bundle(MANIFEST, "/b", "1.37.1", FakeBundle(sums=sums).checksum)
+    assert [str(p) for p in problems] == [
+        f"bundle file images/pause.tar: manifest.yml says sha256 {'e' * 64}, the file has sha256 {'0' * 64}; "
+        "copy or build the bundle again"]
+
+
+def test_missing_file_is_named():
+    sums = {k: v for k, v in SUMS.items() if not k.endswith("kubelet")}
+    _, problems = from_bundle(MANIFEST, "/b", "1.37.1", FakeBundle(sums=sums).checksum)
+    assert [str(p) for p in problems] == [
+        "bundle file bin/kubelet: is listed in manifest.yml but missing from /b; copy the whole bundle again"]
+
+
+def test_version_mismatch():
+    _, problems = from_bundle(MANIFEST, "/b", "1.36.4", FakeBundle().checksum)
+    assert [str(p) for p in problems] == [
+        "slipway_kubernetes_version: is 1.36.4 but the bundle at /b holds Kubernetes 1.37.1; "
+        "set slipway_kubernetes_version: 1.37.1 or build a bundle for 1.36.4"]
+
+
+@pytest.mark.parametrize("manifest,expected", [
+    (None, "/b has no manifest.yml"),
+    ({**MANIFEST, "format_version": 2}, "has format_version 2; this collection reads format 1"),
+])
+def test_unreadable_bundles(manifest, expected):
+    _, problems = from_bundle(manifest, "/b", "1.37.1", FakeBundle().checksum)
+    assert len(problems) == 1 and expected in str(problems[0])
+
+
+def test_upstream_urls_and_checksums():
+    artifacts, problems = from_release("1.37.1", "upstream")
+    assert problems == []
+    kubeadm = next(b for b in artifacts["binaries"] if b["name"] == "kubeadm")
+    assert kubeadm["url"] == "https://dl.k8s.io/release/v1.37.1/bin/linux/amd64/kubeadm"
+    assert kubeadm["checksum"] == "sha256:https://dl.k8s.io/release/v1.37.1/bin/linux/amd64/kubeadm.sha256"
+    assert artifacts["archives"]["crictl"]["url"] == (
+        "https://github.com/kubernetes-sigs/cri-tools/releases/download/v1.37.0/crictl-v1.37.0-linux-amd64.tar.gz")
+    assert artifacts["archives"]["cni_plugins"]["url"] == (
+        "https://github.com/containernetworking/plugins/releases/download/v1.9.1/cni-plugins-linux-amd64-v1.9.1.tgz")
+    assert image_refs(artifacts)["flannel"] == "ghcr.io/flannel-io/flannel:v0.28.10"
+
+
+def test_mirror_uses_kubespray_files_repo_layout():
+    artifacts, problems = from_release("1.36.3", "mirror", arch="arm64", mirror_url="https://files.example.com/")
+    assert problems == []
+    kubelet = next(b for b in artifacts["binaries"] if b["name"] == "kubelet")
+    assert kubelet["url"] == "https://files.example.com/dl.k8s.io/release/v1.36.3/bin/linux/arm64/kubelet"
+    assert artifacts["archives"]["crictl"]["url"].startswith(
+        "https://files.example.com/github.com/kubernetes-sigs/cri-tools/releases/download/v1.36.0/")
+
+
+def test_mirror_needs_its_url():
+    _, problems = from_release("1.37.1", "mirror")
+    assert [p.where for p in problems] == ["slipway_artifacts_mirror_url"]
+
+
+GROUPS = {"kube_control_plane": ["cp1"], "kube_node": ["w1"]}
+HOSTVARS = {"cp1": {"ansible_host": "10.0.0.1"}, "w1": {"ansible_host": "10.0.0.2"}}
+
+
+def test_bundle_problems_join_the_other_problems_of_the_model():
+    sums = {**SUMS, "/b/bin/kubeadm": "1" * 64}
+    with pytest.raises(ModelError) as err:
+        build_model(GROUPS, HOSTVARS, {"slipway_artifacts_source": "bundle", "slipway_artifacts_bundle_dir": "/b",
+                                       "slipway_cni": "weave"}, bundle=FakeBundle(sums=sums))
+    wheres = [p.where for p in err.value.problems]
+    assert wheres == ["slipway_cni", "bundle file bin/kubeadm"]
+
+
+def test_bundle_source_needs_a_directory():
+    with pytest.raises(ModelError) as err:
+        build_model(GROUPS, HOSTVARS, {"slipway_artifacts_source": "bundle"}, bundle=FakeBundle())
+    assert [str(p) for p in err.value.problems] == [
+        "slipway_artifacts_bundle_dir: slipway_artifacts_source is bundle: set it to the bundle directory on the controller"]
+
+
+def test_model_carries_the_artifacts():
+    model = build_model(GROUPS, HOSTVARS, {"slipway_artifacts_source": "bundle", "slipway_artifacts_bundle_dir": "/b"},
+                        bundle=FakeBundle())
+    assert model["artifacts"]["source"] == "bundle"
+    assert model["artifacts"]["images"]["pause"]["ref"] == "registry.k8s.io/pause:3.10.2"
