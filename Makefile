@@ -15,13 +15,14 @@ export CONTAINERS_CONF := $(ROOT)/lab/containers.conf
 export ANSIBLE_CONFIG  := $(ROOT)/ansible.cfg
 export PATH := $(BIN):$(PATH)
 
+BUNDLE_DIR  ?= $(ROOT)/bundle
 LAB_CLUSTER ?= lab
 LAB_NODES   ?= cp1:kube_control_plane,etcd w1:kube_node w2:kube_node
 LAB_INVENTORY ?= $(ROOT)/inventories/lab/hosts.yml
 SCENARIOS   ?= $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
 SCENARIO    ?= preinstall
 
-.PHONY: help deps venv collection lab lab-down lab-status lint sanity units integration molecule test clean
+.PHONY: help deps venv collection bundle bundle-verify lab lab-down lab-status lint sanity units integration molecule test clean
 
 help:
 	@echo "make lab        bring up the podman lab and run site.yml on it"
@@ -45,8 +46,17 @@ collection:
 	@mkdir -p $(COLLECTIONS)/ansible_collections/slipway
 	@ln -sfn $(ROOT) $(COLLECTIONS)/ansible_collections/slipway/cluster
 
-lab: deps venv collection
-	$(PY) lab/lab.py up --cluster $(LAB_CLUSTER) $(addprefix --node ,$(LAB_NODES)) --inventory $(LAB_INVENTORY)
+# Everything a cluster needs, built from source through the Go module proxy (docs/bundle.md).
+# A second run with nothing changed takes seconds.
+bundle: venv
+	$(PY) tools/bundle/build.py --out $(BUNDLE_DIR)
+
+bundle-verify: venv
+	$(PY) tools/bundle/build.py verify $(BUNDLE_DIR)
+
+lab: deps venv collection bundle
+	$(PY) lab/lab.py up --cluster $(LAB_CLUSTER) $(addprefix --node ,$(LAB_NODES)) --inventory $(LAB_INVENTORY) \
+	  --vars slipway_artifacts_source=bundle --vars slipway_artifacts_bundle_dir=$(BUNDLE_DIR)
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) site.yml
 	@$(PY) lab/lab.py status --cluster $(LAB_CLUSTER)
 
@@ -69,7 +79,7 @@ units: venv
 integration: venv collection
 	@$(SUITE) integration -- $(PY) -m pytest -q -p no:cacheprovider tests/integration
 
-molecule: deps venv collection
+molecule: deps venv collection bundle
 	@$(SUITE) molecule-$(SCENARIO) -- $(BIN)/molecule test -s $(SCENARIO)
 
 test: deps venv collection
@@ -77,7 +87,9 @@ test: deps venv collection
 	-@$(MAKE) --no-print-directory lint
 	-@$(MAKE) --no-print-directory sanity
 	-@$(MAKE) --no-print-directory units
+	-@$(SUITE) tools -- $(PY) -m pytest -q -p no:cacheprovider tests/tools
 	-@$(MAKE) --no-print-directory integration
+	-@$(SUITE) bundle -- $(MAKE) --no-print-directory bundle
 	-@for s in $(SCENARIOS); do $(MAKE) --no-print-directory molecule SCENARIO=$$s; done
 	@$(ROOT)/tests/summary.sh $(RESULTS)
 
