@@ -76,7 +76,7 @@ units: venv
 	@$(SUITE) units -- $(ROOT)/tests/ansible-test.sh units
 
 # Controller-side end-to-end checks: real ansible-playbook, ansible-galaxy build/install, ansible-doc.
-integration: venv collection
+integration: venv collection bundle
 	@$(SUITE) integration -- $(PY) -m pytest -q -p no:cacheprovider tests/integration
 
 molecule: deps venv collection bundle
@@ -88,8 +88,8 @@ test: deps venv collection
 	-@$(MAKE) --no-print-directory sanity
 	-@$(MAKE) --no-print-directory units
 	-@$(SUITE) tools -- $(PY) -m pytest -q -p no:cacheprovider tests/tools
-	-@$(MAKE) --no-print-directory integration
 	-@$(SUITE) bundle -- $(MAKE) --no-print-directory bundle
+	-@$(MAKE) --no-print-directory integration
 	-@for s in $(SCENARIOS); do $(MAKE) --no-print-directory molecule SCENARIO=$$s; done
 	@$(ROOT)/tests/summary.sh $(RESULTS)
 
