@@ -12,7 +12,7 @@ script=$cache/get_pip_${version//./_}.py
 [ -s "$script" ] && exit 0
 mkdir -p "$cache"
 "$venv_python" -m pip download --quiet --no-deps --only-binary=:all: -d "$cache" "pip==$version"
-wheel=$(ls "$cache"/pip-"$version"-*.whl | head -n 1)
+wheel=$(find "$cache" -maxdepth 1 -name "pip-$version-*.whl" | head -n 1)
 cat > "$script.tmp" <<PY
 # Offline stand-in for get-pip.py: installs pip $version from its wheel, fetched from PyPI.
 import sys

@@ -41,6 +41,8 @@ class LocalBundle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
         return digest.hexdigest()
+
+
 # Host variables the model reads; nothing else of hostvars is templated.
 HOST_VARIABLES = ("ip", "ansible_host", "access_ip")
 

@@ -27,7 +27,7 @@ def fixture_installed(tmp_path_factory):
 
 
 def test_tarball_ships_the_collection_and_not_the_lab(installed):
-    tarball, _ = installed
+    tarball = installed[0]
     with tarfile.open(tarball) as tar:
         names = set(tar.getnames())
     for expected in ("README.md", "LICENSE", "meta/runtime.yml", "playbooks/site.yml",
@@ -44,7 +44,7 @@ def test_tarball_ships_the_collection_and_not_the_lab(installed):
     ("containerd", "containerd_registry_mirrors"),
 ])
 def test_ansible_doc_documents_the_roles(installed, role, option):
-    _, target = installed
+    target = installed[1]
     result = run([str(ROOT / ".venv/bin/ansible-doc"), "-t", "role", f"slipway.cluster.{role}"],
                  env={"ANSIBLE_CONFIG": str(target / "ansible.cfg")}, cwd=target)
     assert result.returncode == 0, result.stderr
@@ -54,7 +54,7 @@ def test_ansible_doc_documents_the_roles(installed, role, option):
 @pytest.mark.parametrize("module", ["cluster_model", "host_checks", "node_facts", "kernel_modules",
                                     "cluster_configuration", "cluster_configuration_info", "component_status"])
 def test_ansible_doc_documents_the_modules(installed, module):
-    _, target = installed
+    target = installed[1]
     result = run([str(ROOT / ".venv/bin/ansible-doc"), f"slipway.cluster.{module}"],
                  env={"ANSIBLE_CONFIG": str(target / "ansible.cfg")}, cwd=target)
     assert result.returncode == 0, result.stderr
@@ -62,7 +62,7 @@ def test_ansible_doc_documents_the_modules(installed, module):
 
 
 def test_the_installed_site_playbook_parses(installed):
-    _, target = installed
+    target = installed[1]
     result = run([str(ROOT / ".venv/bin/ansible-playbook"), "--syntax-check", "-i", str(ROOT / "inventories/sample/hosts.yml"),
                   "slipway.cluster.site"], env={"ANSIBLE_CONFIG": str(target / "ansible.cfg")}, cwd=target)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -26,8 +26,8 @@ SUMS = {f"/b/{e['path']}": e["sha256"] for e in MANIFEST["binaries"] + MANIFEST[
 
 
 class FakeBundle:
-    def __init__(self, manifest=MANIFEST, sums=None):
-        self._manifest = manifest
+    def __init__(self, manifest=None, sums=None):
+        self._manifest = MANIFEST if manifest is None else manifest
         self.sums = dict(SUMS if sums is None else sums)
 
     def manifest(self, bundle_dir):
@@ -53,7 +53,7 @@ def test_a_good_bundle_lists_binaries_and_images():
 
 def test_checksum_mismatch_names_the_file_and_both_checksums():
     sums = {**SUMS, "/b/images/pause.tar": "0" * 64}
-    _, problems = from_bundle(MANIFEST, "/b", "1.37.1", FakeBundle(sums=sums).checksum)
+    problems = from_bundle(MANIFEST, "/b", "1.37.1", FakeBundle(sums=sums).checksum)[1]
     assert [str(p) for p in problems] == [
         f"bundle file images/pause.tar: manifest.yml says sha256 {'e' * 64}, the file has sha256 {'0' * 64}; "
         "copy or build the bundle again"]
@@ -61,13 +61,13 @@ def test_checksum_mismatch_names_the_file_and_both_checksums():
 
 def test_missing_file_is_named():
     sums = {k: v for k, v in SUMS.items() if not k.endswith("kubelet")}
-    _, problems = from_bundle(MANIFEST, "/b", "1.37.1", FakeBundle(sums=sums).checksum)
+    problems = from_bundle(MANIFEST, "/b", "1.37.1", FakeBundle(sums=sums).checksum)[1]
     assert [str(p) for p in problems] == [
         "bundle file bin/kubelet: is listed in manifest.yml but missing from /b; copy the whole bundle again"]
 
 
 def test_version_mismatch():
-    _, problems = from_bundle(MANIFEST, "/b", "1.36.4", FakeBundle().checksum)
+    problems = from_bundle(MANIFEST, "/b", "1.36.4", FakeBundle().checksum)[1]
     assert [str(p) for p in problems] == [
         "slipway_kubernetes_version: is 1.36.4 but the bundle at /b holds Kubernetes 1.37.1; "
         "set slipway_kubernetes_version: 1.37.1 or build a bundle for 1.36.4"]
@@ -78,7 +78,7 @@ def test_version_mismatch():
     ({**MANIFEST, "format_version": 2}, "has format_version 2; this collection reads format 1"),
 ])
 def test_unreadable_bundles(manifest, expected):
-    _, problems = from_bundle(manifest, "/b", "1.37.1", FakeBundle().checksum)
+    problems = from_bundle(manifest, "/b", "1.37.1", FakeBundle().checksum)[1]
     assert len(problems) == 1 and expected in str(problems[0])
 
 
@@ -105,7 +105,7 @@ def test_mirror_uses_kubespray_files_repo_layout():
 
 
 def test_mirror_needs_its_url():
-    _, problems = from_release("1.37.1", "mirror")
+    problems = from_release("1.37.1", "mirror")[1]
     assert [p.where for p in problems] == ["slipway_artifacts_mirror_url"]
 
 
