@@ -9,8 +9,6 @@ import os
 
 import yaml
 
-from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.slipway.cluster.plugins.module_utils._model import (
@@ -54,9 +52,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
-        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if validation.error_messages:
-            raise AnsibleActionFail("; ".join(validation.error_messages))
+        validation = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[0]
         settings = {key: self._templar.template(task_vars[key]) for key in DEFAULT_SETTINGS if key in task_vars}
         settings.update(validation.validated_parameters["settings"])
         bundle_dir = settings.get("slipway_artifacts_bundle_dir")

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.slipway.cluster.plugins.module_utils._host_checks import (
@@ -30,9 +29,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
-        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if validation.error_messages:
-            raise AnsibleActionFail("; ".join(validation.error_messages))
+        validation = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[0]
         args = validation.validated_parameters
         unknown = sorted(set(args["options"]) - set(DEFAULT_OPTIONS))
         if unknown:
