@@ -26,6 +26,7 @@ class FakeBackend:
 
     def build(self):
         self.builds += 1
+        self.steps = steps.Steps(str(self.tmp_path / "cache"), io.StringIO())
         src = self.tmp_path / "src"
         src.mkdir(exist_ok=True)
         (src / "kubeadm").write_bytes(b"kubeadm")
@@ -51,12 +52,13 @@ def run_build(tmp_path, backend, monkeypatch):
 def test_second_build_is_a_no_op(tmp_path, monkeypatch):
     backend = FakeBackend(tmp_path, io.StringIO())
     first = run_build(tmp_path, backend, monkeypatch)
-    assert "cold build time" in first
+    assert "build time: " in first and "all 1 steps ran" in first
     assert "registry.k8s.io/pause:3.10.2" in first
     second = run_build(tmp_path, backend, monkeypatch)
     assert backend.builds == 1
     assert "is up to date" in second
-    assert "(cold)" in second
+    assert "took" in second and "all 1 steps ran" in second
+    assert "the last build that ran every step took" in second
     assert manifest.verify(str(tmp_path / "bundle")) == []
 
 
@@ -69,7 +71,7 @@ def test_changed_input_or_damaged_bundle_rebuilds(tmp_path, monkeypatch):
     os.remove(str(tmp_path / "bundle" / "bin" / "kubeadm"))
     output = run_build(tmp_path, backend, monkeypatch)
     assert backend.builds == 3
-    assert "warm build time" in output
+    assert "0 of 1 steps ran, 1 reused" in output
 
 
 def test_assemble_refuses_a_directory_that_is_not_a_bundle(tmp_path):
@@ -106,3 +108,17 @@ def test_verify_command(tmp_path, monkeypatch):
 def test_bad_version_is_refused(capsys):
     assert cli.main(["--kubernetes-version", "latest"]) == 2
     assert "not a release version" in capsys.readouterr().err
+
+
+def test_build_errors_are_reported_without_traceback(tmp_path, monkeypatch, capsys):
+    class Failing(FakeBackend):
+        def build(self):
+            raise cli.gomod.GoError("go build failed in /x (exit 1): go build ...")
+
+    monkeypatch.setattr(cli, "make_backend",
+                        lambda *args, **kwargs: Failing(tmp_path, io.StringIO()))
+    code = cli.main(["--out", str(tmp_path / "bundle"), "--cache-dir", str(tmp_path / "cache")])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "GoError: go build failed in /x" in err
+    assert "build.log" in err

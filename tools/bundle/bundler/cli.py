@@ -7,7 +7,12 @@ import shutil
 import sys
 import time
 
-from . import manifest, steps, versions
+from . import debs, download, elf, gomod, kubeadm, manifest, steps, versions
+
+# Failures with a message of their own: reported without a traceback.
+BUILD_ERRORS = (gomod.GoError, debs.DebError, kubeadm.KubeadmError, download.ChecksumError,
+                download.DownloadError, elf.ElfError, manifest.ManifestError,
+                versions.VersionError)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS_BUNDLE = os.path.dirname(HERE)
@@ -134,17 +139,23 @@ def build(args, out=sys.stdout):
                       % (out_dir, backend.name, backend.kubernetes_version,
                          _human(time.monotonic() - started)))
             if key in times:
-                out.write("the build that made it took %s%s\n"
-                          % (_human(times[key]["seconds"]),
-                             " (cold)" if times[key].get("cold") else ""))
+                out.write("the build that made it took %s (%s)\n"
+                          % (_human(times[key]["seconds"]), times[key].get("summary", "")))
+            if "full" in times:
+                out.write("the last build that ran every step took %s\n"
+                          % _human(times["full"]["seconds"]))
             return 0
     result = backend.build()
     backend.steps.say("writing %s" % out_dir)
     data = assemble(out_dir, result)
     elapsed = time.monotonic() - started
-    cold = not backend.steps.reused
-    times[key] = {"seconds": round(elapsed, 1), "cold": cold,
+    ran, reused = len(backend.steps.ran), len(backend.steps.reused)
+    summary = ("all %d steps ran" % ran if not reused
+               else "%d of %d steps ran, %d reused" % (ran, ran + reused, reused))
+    times[key] = {"seconds": round(elapsed, 1), "summary": summary,
                   "steps": {name: round(secs, 1) for name, secs in backend.steps.ran}}
+    if not reused:
+        times["full"] = times[key]
     _write_json(times_path, times)
     _write_json(os.path.join(out_dir, BUILD_STAMP), {"key": key})
     out.write("\nbundle %s (%s backend, Kubernetes %s, %s)\n"
@@ -157,7 +168,8 @@ def build(args, out=sys.stdout):
     if backend.steps.reused:
         out.write("  reused %d cached steps: %s\n" % (len(backend.steps.reused),
                                                      ", ".join(backend.steps.reused)))
-    out.write("%s build time: %s\n" % ("cold" if cold else "warm", _human(elapsed)))
+    out.write("build time: %s (%s; a cold build is one with empty Go caches and no steps to "
+              "reuse)\n" % (_human(elapsed), summary))
     return 0
 
 
@@ -213,4 +225,11 @@ def main(argv):
     except versions.VersionError as exc:
         sys.stderr.write("build.py: %s\n" % exc)
         return 2
-    return build(args)
+    try:
+        return build(args)
+    except BUILD_ERRORS as exc:
+        sys.stderr.write("build.py: %s: %s\n" % (type(exc).__name__, exc))
+        if args.backend == "source":
+            sys.stderr.write("build.py: the output of the go, apt-get and dpkg-deb commands is in "
+                             "%s\n" % os.path.join(os.path.abspath(args.cache_dir), "build.log"))
+        return 1
