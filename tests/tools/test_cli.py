@@ -89,18 +89,18 @@ def test_verify_command(tmp_path, monkeypatch):
     backend = FakeBackend(tmp_path, io.StringIO())
     run_build(tmp_path, backend, monkeypatch)
     bundle = str(tmp_path / "bundle")
-    ok = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True,
+    ok = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True, check=False,
                         text=True)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "1 binaries and 1 images match" in ok.stdout
     with open(os.path.join(bundle, "images", "pause.tar"), "ab") as handle:
         handle.write(b"!")
-    bad = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True,
+    bad = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True, check=False,
                          text=True)
     assert bad.returncode == 1
     assert "images/pause.tar" in bad.stdout
     os.remove(os.path.join(bundle, "bin", "kubeadm"))
-    bad = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True,
+    bad = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True, check=False,
                          text=True)
     assert "MISSING bin/kubeadm" in bad.stdout
 

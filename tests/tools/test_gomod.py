@@ -13,15 +13,15 @@ go 1.26.0
 godebug default=go1.26
 
 require (
-	github.com/blang/semver/v4 v4.0.0
-	k8s.io/api v0.0.0
-	k8s.io/client-go v0.0.0 // indirect
+    github.com/blang/semver/v4 v4.0.0
+    k8s.io/api v0.0.0
+    k8s.io/client-go v0.0.0 // indirect
 )
 
 replace (
-	k8s.io/api => ./staging/src/k8s.io/api
-	k8s.io/client-go => ./staging/src/k8s.io/client-go
-	k8s.io/cri-streaming => ./staging/src/k8s.io/cri-streaming
+    k8s.io/api => ./staging/src/k8s.io/api
+    k8s.io/client-go => ./staging/src/k8s.io/client-go
+    k8s.io/cri-streaming => ./staging/src/k8s.io/cri-streaming
 )
 """
 

@@ -14,15 +14,15 @@ registry.k8s.io/etcd:3.7.0-0
 """
 
 CONSTANTS = """
-	// DefaultEtcdVersion indicates the default etcd version that kubeadm uses
-	DefaultEtcdVersion = "3.7.0-0"
-	CoreDNSVersion = "v1.14.6"
-	PauseVersion = "3.10.2"
-	SupportedEtcdVersion = map[uint8]string{
-		34: "3.6.5-0",
-		35: "3.6.9-0",
-		36: "3.7.0-0",
-	}
+    // DefaultEtcdVersion indicates the default etcd version that kubeadm uses
+    DefaultEtcdVersion = "3.7.0-0"
+    CoreDNSVersion = "v1.14.6"
+    PauseVersion = "3.10.2"
+    SupportedEtcdVersion = map[uint8]string{
+        34: "3.6.5-0",
+        35: "3.6.9-0",
+        36: "3.7.0-0",
+    }
 """
 
 

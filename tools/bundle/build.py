@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Build the slipway.cluster artifact bundle, or verify one.
 
     python3 tools/bundle/build.py [--backend source|download] [--kubernetes-version vX.Y.Z]

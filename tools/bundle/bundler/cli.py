@@ -18,7 +18,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS_BUNDLE = os.path.dirname(HERE)
 REPO_ROOT = os.path.dirname(os.path.dirname(TOOLS_BUNDLE))
 DEFAULT_OUT = os.path.join(REPO_ROOT, "bundle")
-DEFAULT_CACHE = os.environ.get("SLIPWAY_BUNDLE_CACHE", os.path.join(REPO_ROOT, ".cache", "bundle"))
+# Outside the checkout, like the Go caches: a fresh clone (CI) reuses the steps built before.
+DEFAULT_CACHE = os.environ.get("SLIPWAY_BUNDLE_CACHE") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+    "slipway", "bundle")
 BUILD_STAMP = ".build-stamp"
 BACKENDS = ("source", "download")
 
@@ -166,8 +169,8 @@ def build(args, out=sys.stdout):
     for name, secs in backend.steps.ran:
         out.write("  step %-28s %s\n" % (name, _human(secs)))
     if backend.steps.reused:
-        out.write("  reused %d cached steps: %s\n" % (len(backend.steps.reused),
-                                                     ", ".join(backend.steps.reused)))
+        out.write("  reused %d cached steps: %s\n"
+                  % (len(backend.steps.reused), ", ".join(backend.steps.reused)))
     out.write("build time: %s (%s; a cold build is one with empty Go caches and no steps to "
               "reuse)\n" % (_human(elapsed), summary))
     return 0

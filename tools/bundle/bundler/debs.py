@@ -34,7 +34,7 @@ def parse_policy(text):
 
 def candidate_versions(packages, run=subprocess.run):
     proc = run(["apt-cache", "policy"] + list(packages), capture_output=True, text=True,
-               env=dict(os.environ, LC_ALL="C"))
+               env=dict(os.environ, LC_ALL="C"), check=False)
     if proc.returncode != 0:
         raise DebError("apt-cache policy failed: %s" % proc.stderr.strip())
     versions = parse_policy(proc.stdout)
@@ -56,7 +56,7 @@ def fetch(packages, versions, cache_dir, run=subprocess.run, log=None):
         if not found:
             os.makedirs(directory, exist_ok=True)
             proc = run(["apt-get", "download", "%s=%s" % (pkg, version)], cwd=directory,
-                       stdout=log, stderr=log)
+                       stdout=log, stderr=log, check=False)
             if proc.returncode != 0:
                 raise DebError("apt-get download %s=%s failed (exit %d)"
                                % (pkg, version, proc.returncode))
@@ -74,7 +74,8 @@ def unpack(deb_paths, root, run=subprocess.run):
         shutil.rmtree(root)
     os.makedirs(root)
     for pkg in sorted(deb_paths):
-        proc = run(["dpkg-deb", "-x", deb_paths[pkg], root], capture_output=True, text=True)
+        proc = run(["dpkg-deb", "-x", deb_paths[pkg], root], capture_output=True, text=True,
+                   check=False)
         if proc.returncode != 0:
             raise DebError("dpkg-deb -x %s failed: %s" % (deb_paths[pkg], proc.stderr.strip()))
     return root

@@ -289,7 +289,7 @@ class DownloadBackend:
                 if os.path.exists(dest):
                     os.remove(dest)
                 for cmd in save_image_commands(tool, ref, dest):
-                    proc = self.run(cmd)
+                    proc = self.run(cmd, check=False)
                     if proc.returncode != 0:
                         raise DownloadError("%s failed (exit %d)"
                                             % (" ".join(cmd), proc.returncode))

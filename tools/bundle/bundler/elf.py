@@ -80,7 +80,7 @@ def resolve_in_root(root, path, max_links=40):
     symlinked directories, so only the last element is followed."""
     chain = []
     current = posixpath.normpath(path)
-    for _ in range(max_links):
+    for _step in range(max_links):
         chain.append(current)
         full = os.path.join(root, current.lstrip("/"))
         if os.path.islink(full):

@@ -113,13 +113,13 @@ def normalize_kubernetes_version(version):
 
 def staging_version(kubernetes_version):
     """k8s.io staging modules (k8s.io/api, ...) are tagged v0.Y.Z for Kubernetes v1.Y.Z."""
-    _, minor, patch = parse_kubernetes_version(kubernetes_version)
+    _major, minor, patch = parse_kubernetes_version(kubernetes_version)
     return "v0.%d.%d" % (minor, patch)
 
 
 def companions(kubernetes_version):
     """The pinned companion versions for the minor of ``kubernetes_version``."""
-    major, minor, _ = parse_kubernetes_version(kubernetes_version)
+    major, minor, _patch = parse_kubernetes_version(kubernetes_version)
     key = "%d.%d" % (major, minor)
     if key not in COMPANIONS:
         raise VersionError(
