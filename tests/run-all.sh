@@ -5,7 +5,7 @@
 # The suites that need it (integration, Molecule) wait for it.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 make=${MAKE:-make}
 results=$root/.cache/test-results
 logs=$root/.cache/test-logs
