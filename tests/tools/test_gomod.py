@@ -1,4 +1,6 @@
+import io
 import subprocess
+import threading
 
 import pytest
 
@@ -144,3 +146,48 @@ def test_pins_override_upstream_requirements_and_replacements():
     for module, version in source.FLANNEL_PINS.items():
         assert "\t%s => %s %s\n" % (module, module, version) in text
     assert "example.org/fork" not in text
+
+
+def test_go_steps_build_side_by_side_and_wait_for_kubernetes(tmp_path):
+    backend = source.SourceBackend("v1.37.1", str(tmp_path), io.StringIO(), go=object())
+    events = []
+    lock = threading.Lock()
+    done = {name: threading.Event() for name in ("etcd", "coredns")}
+
+    def fake_step(component):
+        with lock:
+            events.append(("start", component.name))
+        if component.name == "kubernetes":
+            # finishes only once etcd and CoreDNS have been built beside it
+            for event in done.values():
+                assert event.wait(30)
+        elif component.name in done:
+            done[component.name].set()
+        with lock:
+            events.append(("end", component.name))
+        return "/out/" + component.name, "key-" + component.name
+
+    backend._go_step = fake_step
+    names = ["kubernetes", "etcd", "coredns", "crictl", "metrics-server"]
+    components = {name: gomod.GoComponent(name, "v1", [], {}) for name in names}
+    built = backend._go_steps(components, after_kubernetes=("crictl", "metrics-server"))
+    assert built == {name: ("/out/" + name, "key-" + name) for name in names}
+    assert events[0] == ("start", "kubernetes")
+    k8s_end = events.index(("end", "kubernetes"))
+    for name in ("crictl", "metrics-server"):
+        assert events.index(("start", name)) > k8s_end
+    assert sum(1 for kind, _name in events if kind == "start") == len(names)
+
+
+def test_go_step_failure_stops_the_build(tmp_path):
+    backend = source.SourceBackend("v1.37.1", str(tmp_path), io.StringIO(), go=object())
+
+    def fake_step(component):
+        if component.name == "kubernetes":
+            raise gomod.GoError("go build failed")
+        return "/out/" + component.name, "key"
+
+    backend._go_step = fake_step
+    components = {name: gomod.GoComponent(name, "v1", [], {}) for name in ("kubernetes", "crictl")}
+    with pytest.raises(gomod.GoError):
+        backend._go_steps(components, after_kubernetes=("crictl",))

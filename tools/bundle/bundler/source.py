@@ -4,9 +4,12 @@ Nothing is downloaded but Go modules (through the Go module proxy) and Debian pa
 apt). See docs/bundle.md for what is built from which module and version.
 """
 
+import concurrent.futures
 import json
 import os
+import shutil
 import subprocess
+import threading
 
 from . import debs, dockerarchive, gomod, images, kubeadm, steps, versions
 from .result import BackendResult
@@ -20,6 +23,19 @@ KUBERNETES_PROGRAMS = ("kubeadm", "kubelet", "kubectl", "kube-apiserver",
 CNI_PLUGIN_GROUPS = ("main", "ipam", "meta")
 CNI_PLUGIN_SKIP = ("windows",)
 STRIP = ["-s", "-w"]
+# Go builds at a time. Two on two cores: go build keeps both cores busy while it compiles, but
+# not while it fetches modules or links a program (one core), and a second build fills those gaps.
+GO_JOBS = 2
+
+
+def _write_if_changed(path, text):
+    old = None
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as handle:
+            old = handle.read()
+    if old != text:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
 
 
 def _code(*names):
@@ -167,6 +183,7 @@ class SourceBackend:
         self.go = go or gomod.Go(run=run)
         self.steps = steps.Steps(cache_dir, out)
         self.log_path = os.path.join(cache_dir, "build.log")
+        self._log_lock = threading.Lock()
         self.scratch = os.path.join(cache_dir, "scratch")
         os.makedirs(self.scratch, exist_ok=True)
 
@@ -191,7 +208,7 @@ class SourceBackend:
         return proc.stdout.strip()
 
     # --- steps -------------------------------------------------------------------------------
-    def _go_step(self, component, with_log):
+    def _go_step(self, component):
         key = steps.digest({"spec": component.spec(), "go": self.go.version(),
                             "code": _code("gomod.py", "source.py")})
 
@@ -206,22 +223,68 @@ class SourceBackend:
                                         self.scratch)
                 with open(info["GoMod"], encoding="utf-8") as handle:
                     upstream[module] = handle.read()
-            text = gomod.tools_gomod(component, upstream)
-            gomod_path = os.path.join(workdir, "go.mod")
-            old = open(gomod_path, encoding="utf-8").read() if os.path.exists(gomod_path) else None
-            if old != text:
-                with open(gomod_path, "w", encoding="utf-8") as handle:
-                    handle.write(text)
+            _write_if_changed(os.path.join(workdir, "go.mod"),
+                              gomod.tools_gomod(component, upstream))
             built = os.path.join(tmp, "build")
-            self.go.build(workdir, sorted(component.programs.values()), built,
-                          component.ldflags, component.tags, log=with_log,
-                          env=component.env)
+            # Each build writes its own log (builds run side by side); it is appended to
+            # build.log in one piece when the build ends.
+            log_path = os.path.join(tmp, "go-build.log")
+            try:
+                with open(log_path, "w", encoding="utf-8") as log:
+                    self.go.build(workdir, sorted(component.programs.values()), built,
+                                  component.ldflags, component.tags, log=log,
+                                  env=component.env)
+            finally:
+                self._append_log(component.name, log_path)
+            os.remove(log_path)
             for name, package in component.programs.items():
                 os.replace(os.path.join(built, gomod.default_exec_name(package)),
                            os.path.join(tmp, name))
             os.rmdir(built)
+            self.steps.say("%s %s: built" % (component.name, component.version))
 
         return self.steps.run("go-" + component.name, key, produce), key
+
+    def _append_log(self, name, part):
+        with self._log_lock:
+            with open(self.log_path, "a", encoding="utf-8") as log:
+                log.write("\n---- go build of %s\n" % name)
+                if os.path.exists(part):
+                    with open(part, encoding="utf-8", errors="replace") as handle:
+                        shutil.copyfileobj(handle, log)
+
+    def _go_steps(self, components, after_kubernetes):
+        """Build the Go components, GO_JOBS at a time: {name: (output dir, step key)}.
+
+        Kubernetes starts first; the components named in after_kubernetes wait for it (they
+        share its k8s.io packages, which then come from the Go build cache instead of being
+        compiled twice at once); the others build alongside it. A module download of one build
+        overlaps the compiling of another, and one build's single-threaded link the other's
+        compiles. Every build has its own output directory and log, so the order in which
+        they finish changes nothing in the bundle.
+        """
+        order = ["kubernetes"] + [name for name in components
+                                  if name != "kubernetes" and name not in after_kubernetes]
+        order += [name for name in components if name in after_kubernetes]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=GO_JOBS) as pool:
+            futures = {"kubernetes": pool.submit(self._go_step, components["kubernetes"])}
+
+            def after(name):
+                futures["kubernetes"].result()
+                return self._go_step(components[name])
+
+            for name in order[1:]:
+                if name in after_kubernetes:
+                    futures[name] = pool.submit(after, name)
+                else:
+                    futures[name] = pool.submit(self._go_step, components[name])
+            try:
+                return {name: futures[name].result() for name in order}
+            except BaseException:
+                # a failed build stops the builds that have not started yet
+                for future in futures.values():
+                    future.cancel()
+                raise
 
     def _module_info(self, module, version):
         return self.go.download(module, version, self.scratch)
@@ -233,10 +296,7 @@ class SourceBackend:
             refs = kubeadm.list_images(os.path.join(k8s_dir, "kubeadm"),
                                        self.kubernetes_version, run=self.run)
             info = self._module_info("k8s.io/kubernetes", self.kubernetes_version)
-            constants = os.path.join(info["Dir"], "cmd/kubeadm/app/constants/constants.go")
-            with open(constants, encoding="utf-8") as handle:
-                minor = versions.parse_kubernetes_version(self.kubernetes_version)[1]
-                expected = kubeadm.constants_tags(handle.read(), minor)
+            expected = self._constants_tags(info)
             for name in ("etcd", "coredns", "pause"):
                 if kubeadm.tag(refs[name]) != expected[name]:
                     raise kubeadm.KubeadmError(
@@ -248,6 +308,12 @@ class SourceBackend:
         out = self.steps.run("kubeadm-images", key, produce)
         with open(os.path.join(out, "refs.json"), encoding="utf-8") as handle:
             return json.load(handle), key
+
+    def _constants_tags(self, kubernetes_info):
+        constants = os.path.join(kubernetes_info["Dir"], "cmd/kubeadm/app/constants/constants.go")
+        with open(constants, encoding="utf-8") as handle:
+            minor = versions.parse_kubernetes_version(self.kubernetes_version)[1]
+            return kubeadm.constants_tags(handle.read(), minor)
 
     def _pause(self, tag):
         key = steps.digest({"tag": tag, "gcc": self._gcc_version(),
@@ -296,30 +362,47 @@ class SourceBackend:
         k8s_version = self.kubernetes_version
         with open(self.log_path, "a", encoding="utf-8") as log:
             log.write("\n==== source build of Kubernetes %s\n" % k8s_version)
-            log.flush()
-            k8s_info = self._module_info("k8s.io/kubernetes", k8s_version)
-            k8s_date = gomod.module_time(k8s_info["Info"])
-            k8s_dir, k8s_key = self._go_step(kubernetes_component(k8s_version, k8s_date), log)
-            refs, refs_key = self._kubeadm_refs(k8s_dir, k8s_key)
-            etcd_tag = kubeadm.tag(refs["etcd"])
-            coredns_tag = kubeadm.tag(refs["coredns"])
-            pause_tag = kubeadm.tag(refs["pause"])
-            etcd_version = kubeadm.etcd_module_version(etcd_tag)
-            coredns_version = kubeadm.coredns_module_version(coredns_tag)
-
-            etcd_dir, etcd_key = self._go_step(etcd_component(etcd_version), log)
-            coredns_dir, coredns_key = self._go_step(coredns_component(coredns_version), log)
-            flannel_dir, flannel_key = self._go_step(flannel_component(comp["flannel"]), log)
-            fcni_dir, fcni_key = self._go_step(flannel_cni_component(), log)
-            cni_info = self._module_info("github.com/containernetworking/plugins",
-                                         comp["cni_plugins"])
-            cni = cni_plugins_component(comp["cni_plugins"], cni_plugin_packages(cni_info["Dir"]))
-            cni_dir, cni_key = self._go_step(cni, log)
-            crictl_dir, crictl_key = self._go_step(crictl_component(comp["crictl"]), log)
-            ms_info = self._module_info("sigs.k8s.io/metrics-server", comp["metrics_server"])
-            ms = metrics_server_component(comp["metrics_server"],
-                                          gomod.module_time(ms_info["Info"]))
-            ms_dir, ms_key = self._go_step(ms, log)
+        k8s_info = self._module_info("k8s.io/kubernetes", k8s_version)
+        k8s_date = gomod.module_time(k8s_info["Info"])
+        # The etcd and CoreDNS versions as kubeadm's constants.go chooses them, so that their
+        # builds can run alongside Kubernetes'; _kubeadm_refs then checks that the built
+        # kubeadm lists exactly these.
+        expected = self._constants_tags(k8s_info)
+        etcd_version = kubeadm.etcd_module_version(expected["etcd"])
+        coredns_version = kubeadm.coredns_module_version(expected["coredns"])
+        cni_info = self._module_info("github.com/containernetworking/plugins",
+                                     comp["cni_plugins"])
+        cni = cni_plugins_component(comp["cni_plugins"], cni_plugin_packages(cni_info["Dir"]))
+        ms_info = self._module_info("sigs.k8s.io/metrics-server", comp["metrics_server"])
+        ms = metrics_server_component(comp["metrics_server"],
+                                      gomod.module_time(ms_info["Info"]))
+        built = self._go_steps({
+            "kubernetes": kubernetes_component(k8s_version, k8s_date),
+            "etcd": etcd_component(etcd_version),
+            "coredns": coredns_component(coredns_version),
+            "flannel": flannel_component(comp["flannel"]),
+            "flannel-cni-plugin": flannel_cni_component(),
+            "cni-plugins": cni,
+            "crictl": crictl_component(comp["crictl"]),
+            "metrics-server": ms,
+        }, after_kubernetes=("crictl", "metrics-server"))
+        k8s_dir, k8s_key = built["kubernetes"]
+        etcd_dir, etcd_key = built["etcd"]
+        coredns_dir, coredns_key = built["coredns"]
+        flannel_dir, flannel_key = built["flannel"]
+        fcni_dir, fcni_key = built["flannel-cni-plugin"]
+        cni_dir, cni_key = built["cni-plugins"]
+        crictl_dir, crictl_key = built["crictl"]
+        ms_dir, ms_key = built["metrics-server"]
+        refs, refs_key = self._kubeadm_refs(k8s_dir, k8s_key)
+        etcd_tag = kubeadm.tag(refs["etcd"])
+        coredns_tag = kubeadm.tag(refs["coredns"])
+        pause_tag = kubeadm.tag(refs["pause"])
+        if (kubeadm.etcd_module_version(etcd_tag), kubeadm.coredns_module_version(coredns_tag)) \
+                != (etcd_version, coredns_version):
+            raise kubeadm.KubeadmError(
+                "kubeadm lists etcd %s and CoreDNS %s; etcd %s and CoreDNS %s were built"
+                % (etcd_tag, coredns_tag, etcd_version, coredns_version))
         pause_dir, pause_key = self._pause(pause_tag)
         if deb_versions is None:
             deb_versions = debs.candidate_versions(self._deb_packages(), run=self.run)

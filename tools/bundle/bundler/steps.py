@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
 
 STAMP = ".stamp"
@@ -40,11 +41,14 @@ class Steps:
         self.started = time.monotonic()
         self.ran = []
         self.reused = []
+        self._say_lock = threading.Lock()
         os.makedirs(self.root, exist_ok=True)
 
     def say(self, message):
-        self.out.write("[%5.0fs] %s\n" % (time.monotonic() - self.started, message))
-        self.out.flush()
+        """One line of progress; steps in several threads say whole lines."""
+        with self._say_lock:
+            self.out.write("[%5.0fs] %s\n" % (time.monotonic() - self.started, message))
+            self.out.flush()
 
     def path(self, name):
         return os.path.join(self.root, name)
