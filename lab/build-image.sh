@@ -79,7 +79,11 @@ configure_etc() {
 # Make this container look like a real machine before anything else starts:
 # - podman bind-mounts /etc/hostname, so renaming a file onto it (Ansible's atomic writes,
 #   hostnamectl) fails with EBUSY: unmount it, keep a plain file underneath;
-# - systemd leaves / private inside containers; a real host has it shared (kubelet wants that).
+# - systemd leaves / private inside containers; a real host has it shared (kubelet wants that);
+# - cgroup v1: podman bind-mounts the machine's whole name=systemd hierarchy, while every other
+#   hierarchy shows only the node's own subtree. The kubelet (systemd cgroup driver) looks for
+#   kubepods.slice at the top of each hierarchy, but the node's systemd makes it in its own
+#   subtree: show that one at the top of name=systemd too, as on a real machine.
 set -eu
 name=$(cat /etc/hostname 2>/dev/null || true)
 while grep -q ' /etc/hostname ' /proc/self/mountinfo; do umount /etc/hostname; done
@@ -89,6 +93,12 @@ if [ ! -s /etc/hostname ]; then  # first boot: take the name podman gave and the
   [ -z "$addr" ] || printf '%s\t%s\n' "$addr" "$(cat /etc/hostname)" >> /etc/hosts
 fi
 hostname -F /etc/hostname
+own=$(sed -n 's|^[0-9]*:name=systemd:\(.*\)/init\.scope$|\1|p' /proc/1/cgroup)
+if [ -n "$own" ] && [ -d "/sys/fs/cgroup/systemd$own" ]; then
+  mkdir -p "/sys/fs/cgroup/systemd$own/kubepods.slice" /sys/fs/cgroup/systemd/kubepods.slice
+  mountpoint -q /sys/fs/cgroup/systemd/kubepods.slice ||
+    mount --bind "/sys/fs/cgroup/systemd$own/kubepods.slice" /sys/fs/cgroup/systemd/kubepods.slice
+fi
 mount --make-rshared /
 EOF
   cat > "$1/etc/systemd/system/slipway-lab-node.service" <<'EOF'

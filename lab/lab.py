@@ -364,7 +364,9 @@ def run_node(cluster: Cluster, node: Node, key: Path) -> str:
         "--cgroupns=host",               # never privileged + private cgroupns (systemd escapes)
         "--no-hosts",                    # /etc/hosts a plain file (Ansible renames onto it)
         "--network", NETWORK, "--ip", node.ip, "--mac-address", mac_for(node.ip),
-        "--tmpfs=/var/lib/containerd:rw,exec,suid,dev",  # overlayfs snapshotter not on overlay
+        # overlayfs snapshotter not on overlay; a volume, not a tmpfs, so that a node stopped and
+        # started again keeps its images as a machine does after a reboot
+        "--volume", "/var/lib/containerd",
         "--volume", f"{key.with_suffix('.pub')}:/root/.ssh/authorized_keys:ro",
         IMAGE,
     )
@@ -378,7 +380,7 @@ def start_container(name: str) -> str:
 
 def remove_containers(names: Sequence[str]) -> None:
     if names:
-        podman("rm", "--force", "--time", "0", *names)
+        podman("rm", "--force", "--volumes", "--time", "0", *names)  # with the containerd volume
 
 
 def wait_for_ssh(ip: str, timeout: float = SSH_TIMEOUT) -> None:
