@@ -42,6 +42,11 @@ def test_tarball_ships_the_collection_and_not_the_lab(installed):
     ("preflight", "preflight_min_memory_mb_control_plane"),
     ("preinstall", "preinstall_kernel_modules"),
     ("containerd", "containerd_registry_mirrors"),
+    ("node", "node_kubelet_extra_args"),
+    ("control_plane", "control_plane_coredns_upstreams"),
+    ("cni", "cni_flannel_backend"),
+    ("metrics_server", "metrics_server_kubelet_insecure_tls"),
+    ("summary", "summary_kubeconfig"),
 ])
 def test_ansible_doc_documents_the_roles(installed, role, option):
     target = installed[1]
@@ -52,7 +57,8 @@ def test_ansible_doc_documents_the_roles(installed, role, option):
 
 
 @pytest.mark.parametrize("module", ["cluster_model", "host_checks", "node_facts", "kernel_modules",
-                                    "cluster_configuration", "cluster_configuration_info", "component_status"])
+                                    "cluster_configuration", "cluster_configuration_info", "component_status",
+                                    "kubectl_apply"])
 def test_ansible_doc_documents_the_modules(installed, module):
     target = installed[1]
     result = run([str(ROOT / ".venv/bin/ansible-doc"), f"slipway.cluster.{module}"],
