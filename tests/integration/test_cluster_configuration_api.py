@@ -457,6 +457,20 @@ def container_image(obj: dict) -> str:
     return obj["spec"]["template"]["spec"]["containers"][0]["image"]
 
 
+@pytest.mark.parametrize("extra,expected", [
+    ([], "cp1"),
+    (["-e", "kubesphere_kubeconfig=/etc/kubernetes/admin.conf"], "cp1"),
+    (["-e", "kubesphere_kubeconfig=/root/.kube/config"], "localhost"),
+])
+def test_playbook_runs_on_the_first_control_plane_unless_given_a_kubeconfig(tmp_path, extra, expected):
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {
+        "kube_control_plane": {"hosts": {"cp1": {"ansible_host": "127.0.0.2"}, "cp2": {"ansible_host": "127.0.0.3"}}}}}}))
+    result = run([str(ROOT / ".venv/bin/ansible-playbook"), "--list-hosts", "-i", str(inventory), str(PLAYBOOK), *extra])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("hosts (1):")[1].split() == [expected]
+
+
 @pytest.fixture(name="fresh_cluster", scope="class")
 def fixture_fresh_cluster(kube_api):
     """The role tests start without the ClusterConfiguration CRD (the module tests removed theirs)."""
