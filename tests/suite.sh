@@ -12,7 +12,8 @@ start=$(date +%s)
 rc=${PIPESTATUS[0]}
 took=$(( $(date +%s) - start ))
 # pytest-style counts when the suite prints them, sanity test counts for ansible-test sanity, else 1 suite.
-summary=$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$log")
+# pytest's closing line, with or without -q's bare form: "=== 3 passed in 1s ===" or "3 passed in 1s".
+summary=$(grep -E '^(=+ )?[0-9]+ (passed|failed|errors?)(, [0-9]+ [a-z]+)* in [0-9.]+s' "$log")
 if [ -n "$summary" ]; then
   # ansible-test units runs pytest once per test group: add every summary line up.
   passed=$(grep -oE '[0-9]+ passed' <<<"$summary" | awk '{ s += $1 } END { print s + 0 }')
