@@ -16,6 +16,7 @@ Without a bundle the fixture starts nothing and every test that uses it fails, s
 from __future__ import annotations
 
 import base64
+import ctypes
 import datetime
 import ipaddress
 import json
@@ -97,6 +98,14 @@ def binary(name: str, bundle: Path = BUNDLE_DIR) -> Path:
         dest.parent.mkdir(parents=True, exist_ok=True)
         _image_binary(archive, f"usr/local/bin/{name}", dest)
     return dest
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM when the test process dies, even by SIGKILL (Linux)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
 
 
 def free_port() -> int:
@@ -259,7 +268,8 @@ def start(workdir: Path, bundle: Path = BUNDLE_DIR) -> KubeApi:
                 f"--initial-cluster=test=http://127.0.0.1:{etcd_peer}",
                 "--unsafe-no-fsync",
                 "--log-level=warn",
-            ], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir, start_new_session=True))
+            ], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir, start_new_session=True,
+                preexec_fn=_die_with_parent))
         with apiserver_log.open("wb") as log:
             processes.append(subprocess.Popen([  # pylint: disable=consider-using-with  # stopped by stop()
                 str(apiserver_bin),
@@ -282,7 +292,8 @@ def start(workdir: Path, bundle: Path = BUNDLE_DIR) -> KubeApi:
                 f"--cert-dir={workdir / 'certs'}",
                 "--profiling=false",
                 "--v=0",
-            ], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir, start_new_session=True))
+            ], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir, start_new_session=True,
+                preexec_fn=_die_with_parent))
         server = f"https://127.0.0.1:{secure_port}"
         api = KubeApi(server=server, kubeconfig=workdir / "kubeconfig", workdir=workdir, start_seconds=0.0,
                       ca_cert=pki / "ca.crt", admin_cert=pki / "admin.crt", admin_key=pki / "admin.key",
