@@ -289,6 +289,9 @@ SETTING_KEYS = frozenset((
     "persistence", "authentication", "local_registry", "namespace_override", "dev_tag", "etcd", "common",
     "monitoring", "multicluster", "network", "terminal", "zone", "console", "telemetry_enabled",
 ))
+# Settings every component's objects are made from: where the images come from and the default
+# storage class. A change to one of them reapplies every installed component, not just core.
+SHARED_KEYS = ("local_registry", "namespace_override", "persistence")
 # Spec keys ks-installer itself moved elsewhere in an earlier 3.x release.
 LEGACY_KEYS = {
     "kubeedge": "replaced by edgeruntime.kubeedge in KubeSphere 3.3: move these settings under spec.edgeruntime.kubeedge",
@@ -347,7 +350,8 @@ def spec_section(spec: "dict | None", component: Component) -> Any:
 
     A parent's section leaves out its children's sections (switching the logsidecar on does not
     reapply logging). core's section is everything no other component (known or not) claims, so
-    no spec edit goes unnoticed.
+    no spec edit goes unnoticed. Every component's section also holds the SHARED_KEYS that are
+    set, so moving the images to another registry reapplies them all.
     """
     spec = spec if isinstance(spec, dict) else {}
     if component.name == "core":
@@ -370,7 +374,15 @@ def spec_section(spec: "dict | None", component: Component) -> Any:
                     if child_path[:len(path)] == path:
                         _delete_path(value, child_path[len(path):])
         parts[".".join(path)] = value
+    for key in SHARED_KEYS:
+        if not _blank_setting(spec.get(key)):
+            parts[key] = copy.deepcopy(spec[key])
     return parts
+
+
+def _blank_setting(value: Any) -> bool:
+    """An unset shared setting: absent, null, "" or {} (ks-installer's files carry them empty)."""
+    return value is None or value == "" or value == {}
 
 
 def spec_hash(spec: "dict | None", component: Component) -> str:

@@ -483,7 +483,7 @@ def test_hash_ignores_key_order_and_covers_values():
     assert len(cc.spec_hash({}, component)) == 64
 
 
-def test_every_spec_key_belongs_to_exactly_one_hash():
+def test_every_spec_key_belongs_to_exactly_one_hash_but_shared_settings_to_all():
     spec = cc.apply_merge_patch(published(V341)["spec"], USUAL_EDITS)
     before = {c.name: cc.spec_hash(spec, c) for c in cc.CATALOGUE}
     for path in leaf_paths(spec):
@@ -494,7 +494,10 @@ def test_every_spec_key_belongs_to_exactly_one_hash():
         target[path[-1]] = ["edited"]
         after = {c.name: cc.spec_hash(edited, c) for c in cc.CATALOGUE}
         moved = [name for name in before if before[name] != after[name]]
-        assert len(moved) == 1, (path, moved)
+        if path[0] in cc.SHARED_KEYS:
+            assert moved == list(cc.COMPONENT_NAMES), path
+        else:
+            assert len(moved) == 1, (path, moved)
 
 
 def leaf_paths(data, prefix=()):
@@ -655,3 +658,35 @@ def test_check_definition(definition, problems):
     assert len(found) == len(problems)
     for problem, expected in zip(found, problems):
         assert problem.startswith(expected)
+
+
+# --- settings every component is made from -------------------------------------------------
+
+EVERYTHING_ON = {"alerting": {"enabled": True}, "events": {"enabled": True, "ruler": {"enabled": True}},
+                 "logging": {"enabled": True}, "metrics_server": {"enabled": True}}
+
+
+@pytest.mark.parametrize("edit", [
+    {"local_registry": "registry.example:5000"},
+    {"namespace_override": "mirror"},
+    {"persistence": {"storageClass": "fast"}},
+])
+def test_image_and_storage_settings_reapply_every_installed_component(edit):
+    on = actions(EVERYTHING_ON)["install"]
+    status = installed(EVERYTHING_ON, on)
+    assert actions(EVERYTHING_ON, status)["reapply"] == []
+    assert actions(cc.apply_merge_patch(EVERYTHING_ON, edit), status)["reapply"] == on
+
+
+@pytest.mark.parametrize("edit", [{"dev_tag": "v3.4.1-patch1"}, {"terminal": {"timeout": 1200}}])
+def test_core_only_settings_reapply_core_only(edit):
+    on = actions(EVERYTHING_ON)["install"]
+    status = installed(EVERYTHING_ON, on)
+    assert actions(cc.apply_merge_patch(EVERYTHING_ON, edit), status)["reapply"] == ["core"]
+
+
+@pytest.mark.parametrize("blank", [{"local_registry": ""}, {"namespace_override": None}, {"persistence": {}}])
+def test_blank_shared_settings_count_as_unset_outside_core(blank):
+    on = actions(EVERYTHING_ON)["install"]
+    status = installed(EVERYTHING_ON, on)
+    assert set(actions(cc.apply_merge_patch(EVERYTHING_ON, blank), status)["reapply"]) <= {"core"}
