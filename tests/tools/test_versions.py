@@ -38,3 +38,26 @@ def test_unknown_minor_names_the_file():
     ("1:1.35.0-4+deb12u1+b1", "1.35.0"), ("1.8.9-2", "1.8.9"), ("6.4", "6.4")])
 def test_debian_upstream_version(debian, upstream):
     assert versions.debian_upstream_version(debian) == upstream
+
+
+def _collection_companions():
+    """COMPANIONS of the collection's artifact list (plugins/module_utils/_artifacts.py), read as data."""
+    import ast
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "plugins", "module_utils", "_artifacts.py")
+    with open(path) as handle:
+        tree = ast.parse(handle.read())
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "COMPANIONS":
+            return ast.literal_eval(node.value)
+    raise AssertionError("COMPANIONS not found in %s" % path)
+
+
+def test_bundle_and_collection_pin_the_same_versions():
+    # The artifacts role's upstream and mirror sources download what the bundle builds: the two
+    # lists must not drift apart (the collection also pins the test image, busybox).
+    collection = _collection_companions()
+    assert set(collection) == set(versions.COMPANIONS)
+    for minor, pinned in versions.COMPANIONS.items():
+        assert {k: v for k, v in collection[minor].items() if k in pinned} == pinned, minor
+        assert set(collection[minor]) - set(pinned) == {"busybox"}
