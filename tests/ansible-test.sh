@@ -6,13 +6,15 @@ set -euo pipefail
 command=${1:?sanity or units}; shift
 root=$(cd "$(dirname "$0")/.." && pwd)
 # Outside the checkout: inside it, ansible-test would find our .git and skip the ignored copy.
-tree=${SLIPWAY_TEST_TREE:-${XDG_CACHE_HOME:-$HOME/.cache}/slipway/ansible-test}/ansible_collections/slipway/cluster
+# One copy per checkout, so two checkouts tested at once do not share (or prune) each other's.
+checkout=$(printf '%s' "$root" | sha1sum | cut -c1-10)
+tree=${SLIPWAY_TEST_TREE:-${XDG_CACHE_HOME:-$HOME/.cache}/slipway/ansible-test/$checkout}/ansible_collections/slipway/cluster
 mkdir -p "$tree"
 cd "$root"
 git ls-files -co --exclude-standard -z | rsync -a --delete --from0 --files-from=- ./ "$tree/"
-# --delete above only prunes inside listed dirs: remove files no longer shipped.
-(cd "$tree" && find . -type f -not -path './tests/output/*' -print0) | while IFS= read -r -d '' f; do
-  [ -e "$root/$f" ] || rm -f "$tree/$f"
+# --delete above only prunes inside listed dirs: remove files and links no longer shipped.
+(cd "$tree" && find . \( -type f -o -type l \) -not -path './tests/output/*' -print0) | while IFS= read -r -d '' f; do
+  [ -e "$root/$f" ] || [ -L "$root/$f" ] || rm -f "$tree/$f"
 done
 cd "$tree"
 # ansible-test makes its own virtualenvs from the system's python3.11: keep ours off PATH so

@@ -37,7 +37,7 @@ description:
     V(monitoring) also owns C(spec.etcd) and C(spec.common.monitoring); V(core) owns everything no other component
     claims, so every spec edit reapplies exactly the components it concerns. C(spec.local_registry),
     C(spec.namespace_override) and C(spec.persistence) (where images come from, the default storage class) count
-    in every component's section: changing one of them reapplies every installed component.
+    in every component's section, so changing one of them reapplies every installed component.
   - Sections of spec that have an C(enabled) switch but are no component slipway installs (unknown keys, or keys an
     earlier KubeSphere release used, like C(kubeedge)) get an entry with RV(plan[].supported=false) and
     action V(none), and the reason says what to do.
