@@ -76,6 +76,28 @@ def check_host() -> None:
         raise LabError("the lab needs root (privileged systemd containers with static IPs): run it as root")
 
 
+# Every node shares the machine's kernel, and every systemd, containerd and kubelet in them takes
+# inotify instances from the same per-user budget: the kernel's 128 runs out with a few nodes
+# (systemd then cannot start sshd; the kubelet dies with "inotify_init: too many open files").
+INOTIFY_MINIMUMS = {"fs.inotify.max_user_instances": 8192, "fs.inotify.max_user_watches": 524288}
+
+
+def raise_kernel_limits(proc_sys: Path = Path("/proc/sys")) -> list[str]:
+    """Raise (never lower) the machine's inotify limits; one line per limit raised."""
+    notes = []
+    for key, minimum in INOTIFY_MINIMUMS.items():
+        path = proc_sys / key.replace(".", "/")
+        current = int(path.read_text(encoding="utf-8").split()[0])
+        if current < minimum:
+            try:
+                path.write_text(f"{minimum}\n", encoding="utf-8")
+            except OSError as exc:
+                raise LabError(f"cannot raise {key} from {current} to {minimum} ({exc.strerror}): "
+                               f"run sysctl -w {key}={minimum} as root") from exc
+            notes.append(f"raised {key} from {current} to {minimum} on this machine (the nodes share its kernel)")
+    return notes
+
+
 def podman(*args: str) -> str:
     proc = subprocess.run(
         ["podman", *args], check=False, env=podman_env(), capture_output=True, text=True
@@ -505,6 +527,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     inventory = Path(args.inventory).resolve() if args.inventory else DEFAULT_INVENTORY
     built = ensure_image(home)
     key = ensure_key(home)
+    for line in raise_kernel_limits():
+        print(line)
     old = load_state(home, args.cluster)
     cluster = plan_cluster(home, args.cluster, wanted, inventory)
     done = converge_nodes(cluster, key)
