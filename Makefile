@@ -17,18 +17,23 @@ export PATH := $(BIN):$(PATH)
 
 BUNDLE_DIR  ?= $(ROOT)/bundle
 LAB_CLUSTER ?= lab
-LAB_NODES   ?= cp1:kube_control_plane,etcd w1:kube_node w2:kube_node
+# The HA cluster of `make lab`: 3 control planes (stacked etcd) and 2 workers.
+LAB_NODES   ?= cp1:kube_control_plane,etcd cp2:kube_control_plane,etcd cp3:kube_control_plane,etcd w1:kube_node w2:kube_node
+# Lab runs stay offline: binaries and images from the bundle, CoreDNS forwards nothing out of the lab.
+LAB_VARS    ?= slipway_artifacts_source=bundle slipway_artifacts_bundle_dir=$(BUNDLE_DIR) 'control_plane_coredns_upstreams=[]'
+BENCH_CLUSTER ?= bench
 LAB_INVENTORY ?= $(ROOT)/inventories/lab/hosts.yml
-# The scenarios make test runs: the ones that pass from a fresh clone. ha, vip and kubesphere
-# (a kubeadm cluster in the lab) run with `make molecule SCENARIO=name` until they do too.
-SCENARIOS   ?= preinstall containerd artifacts loadbalancer loadbalancer_local
+# Every Molecule scenario, longest first: make test runs them in TEST_LANES parallel lanes.
+SCENARIOS   ?= ha vip kubesphere artifacts loadbalancer loadbalancer_local preinstall containerd
+TEST_LANES  ?= 2
 SCENARIO    ?= preinstall
 
-.PHONY: help deps venv collection bundle bundle-verify lab lab-down lab-status lint sanity units integration molecule test clean
+.PHONY: help deps venv collection bundle bundle-verify lab lab-down lab-status bench lint sanity units integration molecule test clean
 
 help:
 	@echo "make lab        bring up the podman lab and run site.yml on it"
 	@echo "make test       everything CI runs: lint, sanity, units, integration, every Molecule scenario"
+	@echo "make bench      site.yml on a fresh lab cluster, then a rerun: wall times and task results per host"
 	@echo "make lint | sanity | units | integration | molecule SCENARIO=name | lab-down | lab-status"
 
 # System packages (Debian 12). Installed only when something is missing.
@@ -58,9 +63,19 @@ bundle-verify: venv
 
 lab: deps venv collection bundle
 	$(PY) lab/lab.py up --cluster $(LAB_CLUSTER) $(addprefix --node ,$(LAB_NODES)) --inventory $(LAB_INVENTORY) \
-	  --vars slipway_artifacts_source=bundle --vars slipway_artifacts_bundle_dir=$(BUNDLE_DIR)
+	  $(addprefix --vars ,$(LAB_VARS))
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) site.yml
 	@$(PY) lab/lab.py status --cluster $(LAB_CLUSTER)
+	@echo
+	@echo "kubectl from the bundle, with the admin kubeconfig site.yml put next to the inventory:"
+	@echo "  KUBECONFIG=$(patsubst $(ROOT)/%,%,$(dir $(LAB_INVENTORY)))artifacts/admin.conf $(patsubst $(ROOT)/%,%,$(BUNDLE_DIR))/bin/kubectl get nodes"
+	@KUBECONFIG=$(dir $(LAB_INVENTORY))artifacts/admin.conf $(BUNDLE_DIR)/bin/kubectl get nodes
+
+# A fresh lab cluster of LAB_NODES named BENCH_CLUSTER, site.yml twice, figures for docs/performance.md.
+# The cluster is removed afterwards unless BENCH_KEEP=1.
+bench: deps venv collection bundle
+	$(PY) tools/bench.py --cluster $(BENCH_CLUSTER) $(addprefix --node ,$(LAB_NODES)) $(addprefix --vars ,$(LAB_VARS)) \
+	  $(if $(BENCH_KEEP),--keep)
 
 lab-down:
 	$(PY) lab/lab.py down --cluster $(LAB_CLUSTER)
@@ -79,7 +94,7 @@ units: venv
 
 # Controller-side end-to-end checks: real ansible-playbook, ansible-galaxy build/install, ansible-doc.
 integration: venv collection bundle
-	@$(SUITE) integration -- $(PY) -m pytest -q -p no:cacheprovider tests/integration
+	@$(SUITE) integration -- $(PY) -m pytest -q -p no:cacheprovider --durations=10 tests/integration
 
 molecule: deps venv collection bundle
 	@$(SUITE) molecule-$(SCENARIO) -- $(BIN)/molecule test -s $(SCENARIO)
@@ -87,7 +102,7 @@ molecule: deps venv collection bundle
 # Every suite, the bundle built in the background meanwhile (tests/run-all.sh), then one line
 # "N passed, N failed" over all of them.
 test: deps venv collection
-	@SCENARIOS="$(SCENARIOS)" $(ROOT)/tests/run-all.sh
+	@SCENARIOS="$(SCENARIOS)" TEST_LANES=$(TEST_LANES) $(ROOT)/tests/run-all.sh
 
 clean:
 	rm -rf $(CACHE)/ansible-test $(RESULTS)

@@ -1,0 +1,42 @@
+"""Tests of tools/bench.py: reading PLAY RECAP and the table it prints."""
+
+import importlib.util
+import os
+
+_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tools", "bench.py")
+_SPEC = importlib.util.spec_from_file_location("bench", _PATH)
+bench = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(bench)
+
+OUTPUT = """
+TASK [slipway.cluster.summary : Summary] ***************************************
+ok: [cp1] =>
+    msg: done
+
+PLAY RECAP *********************************************************************
+cp1                        : ok=74   changed=0    unreachable=0    failed=0    skipped=35   rescued=0    ignored=0
+w1                         : ok=36   changed=2    unreachable=0    failed=0    skipped=24   rescued=0    ignored=0
+
+
+TASKS RECAP ********************************************************************
+Sunday 22 November 2026  03:04:36 +0000 (0:00:00.138)       0:02:01.543 *******
+"""
+
+
+def test_recap_reads_every_host():
+    assert bench.recap(OUTPUT) == {
+        "cp1": {"ok": 74, "changed": 0, "unreachable": 0, "failed": 0, "skipped": 35, "rescued": 0, "ignored": 0},
+        "w1": {"ok": 36, "changed": 2, "unreachable": 0, "failed": 0, "skipped": 24, "rescued": 0, "ignored": 0},
+    }
+
+
+def test_recap_without_a_recap_is_empty():
+    assert bench.recap("ERROR! the playbook could not be found") == {}
+
+
+def test_table_counts_task_results_per_host():
+    counts = bench.recap(OUTPUT)
+    lines = bench.table([("first run", 200.4, counts), ("rerun", 81.0, counts)]).splitlines()
+    assert lines[2] == "| first run | 200 s | cp1 | 74 | 0 | 35 | 0 | 109 |"
+    assert lines[3] == "|  |  | w1 | 36 | 2 | 24 | 0 | 60 |"
+    assert lines[4].startswith("| rerun | 81 s | cp1 |")

@@ -1,0 +1,107 @@
+#!/usr/bin/env python
+"""Measure site.yml on a fresh lab cluster: a first run that builds the cluster, then a rerun
+that must change nothing. Prints wall times and task results per host (from PLAY RECAP) of both
+runs as a Markdown table, for docs/performance.md.
+
+    tools/bench.py --cluster bench --node cp1:kube_control_plane,etcd ... [--vars KEY=VALUE ...]
+                   [--keep] [--log-dir DIR]
+
+Run with the controller virtualenv's python, as root (the lab needs it); `make bench` does.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LAB = ROOT / "lab" / "lab.py"
+RECAP = re.compile(r"^(?P<host>\S+)\s+:\s+(?P<counts>(?:\w+=\d+\s*)+)$")
+
+
+def recap(output: str) -> dict[str, dict[str, int]]:
+    """{host: {ok: N, changed: N, skipped: N, failed: N, ...}} from the PLAY RECAP of a run."""
+    hosts: dict[str, dict[str, int]] = {}
+    in_recap = False
+    for line in output.splitlines():
+        if line.startswith("PLAY RECAP"):
+            in_recap = True
+            continue
+        if in_recap:
+            match = RECAP.match(line.strip())
+            if not match:
+                if hosts:
+                    break
+                continue
+            hosts[match["host"]] = {k: int(v) for k, v in (pair.split("=") for pair in match["counts"].split())}
+    return hosts
+
+
+def run(argv: list[str], log: Path | None = None) -> tuple[float, str]:
+    started = time.monotonic()
+    proc = subprocess.run(argv, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+    took = time.monotonic() - started
+    if log:
+        log.write_text(proc.stdout)
+    if proc.returncode != 0:
+        sys.stdout.write(proc.stdout[-5000:])
+        raise SystemExit(f"{' '.join(argv[:3])}... failed (exit {proc.returncode}){f', log: {log}' if log else ''}")
+    return took, proc.stdout
+
+
+def table(runs: list[tuple[str, float, dict[str, dict[str, int]]]]) -> str:
+    hosts = sorted({host for run_ in runs for host in run_[2]})
+    lines = ["| run | wall time | host | ok | changed | skipped | failed | task results |",
+             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name, took, counts in runs:
+        for index, host in enumerate(hosts):
+            c = counts.get(host, {})
+            total = c.get("ok", 0) + c.get("skipped", 0) + c.get("failed", 0)
+            label = (name, f"{took:.0f} s") if index == 0 else ("", "")
+            lines.append(f"| {label[0]} | {label[1]} | {host} | {c.get('ok', 0)} | {c.get('changed', 0)} | "
+                         f"{c.get('skipped', 0)} | {c.get('failed', 0)} | {total} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cluster", default="bench")
+    parser.add_argument("--node", action="append", required=True)
+    parser.add_argument("--vars", action="append", default=[])
+    parser.add_argument("--inventory", default=str(ROOT / ".cache" / "bench" / "hosts.yml"))
+    parser.add_argument("--log-dir", default=str(ROOT / ".cache" / "bench"))
+    parser.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
+    args = parser.parse_args()
+    logs = Path(args.log_dir)
+    logs.mkdir(parents=True, exist_ok=True)
+    python = sys.executable
+    lab = [python, str(LAB)]
+    playbook = [str(Path(python).parent / "ansible-playbook"), "-i", args.inventory, "site.yml"]
+
+    print(f"== fresh lab cluster '{args.cluster}' ({len(args.node)} nodes)", flush=True)
+    run(lab + ["down", "--cluster", args.cluster])
+    up_argv = (lab + ["up", "--cluster", args.cluster, "--inventory", args.inventory]
+               + [f"--node={n}" for n in args.node] + [f"--vars={v}" for v in args.vars])
+    up_took = run(up_argv)[0]
+    results = []
+    try:
+        for name in ("first run", "rerun"):
+            print(f"== site.yml, {name} (log: {logs / (name.replace(' ', '-') + '.log')})", flush=True)
+            took, output = run(playbook, logs / f"{name.replace(' ', '-')}.log")
+            results.append((name, took, recap(output)))
+    finally:
+        if not args.keep:
+            run(lab + ["down", "--cluster", args.cluster])
+    changed = sum(c.get("changed", 0) for c in results[-1][2].values())
+    print(f"\nnodes up in {up_took:.0f} s; the rerun changed {changed} task(s)\n")
+    print(table(results))
+    return 0 if changed == 0 else 1
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("ANSIBLE_CONFIG", str(ROOT / "ansible.cfg"))
+    sys.exit(main())
