@@ -537,16 +537,19 @@ class TestRole:
         before = cc_status(kube_api)
         result = run_role(kube_api, tmp_path, {"spec": MORE_COMPONENTS})
         assert result.returncode == 0, result.summary() or result.stderr[-3000:]
-        # local_registry is part of core's section: core is reapplied; monitoring's section did not change.
-        assert result.components_run() == {"core", "common.opensearch", "common.fluentbit", "alerting", "auditing",
-                                           "events", "events.ruler", "logging", "logging.logsidecar"}
+        # local_registry counts in every component's section: monitoring, installed before, is reapplied with
+        # the new registry along with the components switched on now.
+        assert result.components_run() == {"core", "monitoring", "common.opensearch", "common.fluentbit", "alerting",
+                                           "auditing", "events", "events.ruler", "logging", "logging.logsidecar"}
         status = cc_status(kube_api)
-        for key in ("opensearch", "fluentbit", "alerting", "auditing", "events", "logging"):
+        for key in ("monitoring", "opensearch", "fluentbit", "alerting", "auditing", "events", "logging"):
             assert status[key]["status"] == "enabled", key
         assert status["events"]["ruler"]["status"] == "enabled"
         assert status["logging"]["logsidecar"]["status"] == "enabled"
-        assert status["monitoring"] == before["monitoring"]
+        assert status["monitoring"]["slipway"]["specHash"] != before["monitoring"]["slipway"]["specHash"]
         registry = "registry.lab.internal:5000/"
+        operator = get(kube_api, deployment("kubesphere-monitoring-system", "prometheus-operator"))
+        assert container_image(operator) == registry + "kubesphere/prometheus-operator:v0.55.1"
         assert container_image(get(kube_api, deployment("kubesphere-system", "ks-apiserver"))) == \
             registry + "kubesphere/ks-apiserver:v3.4.1"
         exporter = get(kube_api, deployment("kubesphere-logging-system", "kube-events-exporter"))
