@@ -23,11 +23,15 @@ CNI_DIR = "/opt/cni/bin"
 BIN_DIR = "/usr/local/bin"
 
 # Versions of what kubeadm does not choose, per Kubernetes minor (tools/bundle builds the same).
+# etcd: the release of kubeadm's etcd image for that minor (SupportedEtcdVersion), which the
+# bundle reads from kubeadm's source; external etcd members run it as a systemd service.
 COMPANIONS: dict[str, dict[str, str]] = {
     "1.37": {"crictl": "v1.37.0", "cni_plugins": "v1.9.1", "flannel": "v0.28.10",
-             "flannel_cni_plugin": "v1.9.1-flannel3", "metrics_server": "v0.9.0", "busybox": "1.35.0"},
+             "flannel_cni_plugin": "v1.9.1-flannel3", "metrics_server": "v0.9.0", "busybox": "1.35.0",
+             "etcd": "v3.7.0"},
     "1.36": {"crictl": "v1.36.0", "cni_plugins": "v1.9.1", "flannel": "v0.28.10",
-             "flannel_cni_plugin": "v1.9.1-flannel3", "metrics_server": "v0.9.0", "busybox": "1.35.0"},
+             "flannel_cni_plugin": "v1.9.1-flannel3", "metrics_server": "v0.9.0", "busybox": "1.35.0",
+             "etcd": "v3.6.8"},
 }
 ADDON_REPOSITORIES = {
     "flannel": "ghcr.io/flannel-io/flannel",
@@ -40,7 +44,10 @@ UPSTREAM = {
     "crictl": "https://github.com/kubernetes-sigs/cri-tools/releases/download/{crictl}/crictl-{crictl}-linux-{arch}.tar.gz",
     "cni_plugins": "https://github.com/containernetworking/plugins/releases/download/"
                    "{cni_plugins}/cni-plugins-linux-{arch}-{cni_plugins}.tgz",
+    "etcd": "https://github.com/etcd-io/etcd/releases/download/{etcd}/etcd-{etcd}-linux-{arch}.tar.gz",
 }
+# etcd publishes one checksum file per release; get_url picks the archive's line out of it.
+ETCD_SUMS = "https://github.com/etcd-io/etcd/releases/download/{etcd}/SHA256SUMS"
 CNI_PLUGINS = ("bridge", "host-local", "loopback", "portmap", "bandwidth", "tuning")
 ARCHES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 
@@ -140,7 +147,11 @@ def from_release(kubernetes_version: str, source: str, arch: str = "amd64", mirr
     archives = {}
     for name in ("crictl", "cni_plugins"):
         url = located(UPSTREAM[name].format(**values))
-        archives[name] = {"url": url, "checksum": f"sha256:{url}.sha256"}
+        archives[name] = {"url": url, "checksum": f"sha256:{url}.sha256", "group": "kubernetes"}
+    # etcd, etcdctl and etcdutl: only external etcd members unpack them (stacked etcd runs kubeadm's image).
+    url = located(UPSTREAM["etcd"].format(**values))
+    archives["etcd"] = {"url": url, "checksum": "sha256:" + located(ETCD_SUMS.format(**values)), "group": "etcd",
+                        "members": [f"etcd-{companions['etcd']}-linux-{arch}/{name}" for name in ETCD_BINARIES]}
     images = {
         "flannel": f"{ADDON_REPOSITORIES['flannel']}:{companions['flannel']}",
         "flannel-cni-plugin": f"{ADDON_REPOSITORIES['flannel-cni-plugin']}:{companions['flannel_cni_plugin']}",

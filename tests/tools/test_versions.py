@@ -55,9 +55,10 @@ def _collection_companions():
 
 def test_bundle_and_collection_pin_the_same_versions():
     # The artifacts role's upstream and mirror sources download what the bundle builds: the two
-    # lists must not drift apart (the collection also pins the test image, busybox).
+    # lists must not drift apart (the collection also pins the test image, busybox, and etcd, which
+    # the bundle reads from kubeadm's source and the collection pins for the upstream source).
     collection = _collection_companions()
     assert set(collection) == set(versions.COMPANIONS)
     for minor, pinned in versions.COMPANIONS.items():
         assert {k: v for k, v in collection[minor].items() if k in pinned} == pinned, minor
-        assert set(collection[minor]) - set(pinned) == {"busybox"}
+        assert set(collection[minor]) - set(pinned) == {"busybox", "etcd"}

@@ -104,6 +104,24 @@ def test_mirror_uses_kubespray_files_repo_layout():
         "https://files.example.com/github.com/kubernetes-sigs/cri-tools/releases/download/v1.36.0/")
 
 
+def test_upstream_etcd_is_kubeadms_release_with_its_checksum_file():
+    artifacts = from_release("1.37.1", "upstream")[0]
+    etcd = artifacts["archives"]["etcd"]
+    assert etcd["url"] == "https://github.com/etcd-io/etcd/releases/download/v3.7.0/etcd-v3.7.0-linux-amd64.tar.gz"
+    assert etcd["checksum"] == "sha256:https://github.com/etcd-io/etcd/releases/download/v3.7.0/SHA256SUMS"
+    assert etcd["group"] == "etcd"
+    assert etcd["members"] == ["etcd-v3.7.0-linux-amd64/etcd", "etcd-v3.7.0-linux-amd64/etcdctl",
+                               "etcd-v3.7.0-linux-amd64/etcdutl"]
+    assert {a["group"] for name, a in artifacts["archives"].items() if name != "etcd"} == {"kubernetes"}
+
+
+def test_mirror_etcd_and_its_checksums_come_from_the_mirror():
+    etcd = from_release("1.36.3", "mirror", arch="arm64", mirror_url="https://files.example.com")[0]["archives"]["etcd"]
+    assert etcd["url"] == ("https://files.example.com/github.com/etcd-io/etcd/releases/download/v3.6.8/"
+                           "etcd-v3.6.8-linux-arm64.tar.gz")
+    assert etcd["checksum"] == "sha256:https://files.example.com/github.com/etcd-io/etcd/releases/download/v3.6.8/SHA256SUMS"
+
+
 def test_mirror_needs_its_url():
     problems = from_release("1.37.1", "mirror")[1]
     assert [p.where for p in problems] == ["slipway_artifacts_mirror_url"]
