@@ -76,7 +76,7 @@ def test_the_sample_inventory_is_valid(tmp_path, tool):
     assert "cp1,cp2,cp3 198.51.100.22 127.0.0.1:8443" in result.stdout
 
 
-def test_external_etcd_stops_before_any_connection(tmp_path, tool):
+def test_external_etcd_with_an_even_member_count_stops_before_any_connection(tmp_path, tool):
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(textwrap.dedent("""\
         all:
@@ -87,14 +87,15 @@ def test_external_etcd_stops_before_any_connection(tmp_path, tool):
           hosts:
             cp1: {ansible_host: 192.0.2.11}
             e1: {ansible_host: 192.0.2.21}
+            e2: {ansible_host: 192.0.2.22}
           children:
             kube_control_plane: {hosts: {cp1: {}}}
-            etcd: {hosts: {e1: {}}}
+            etcd: {hosts: {e1: {}, e2: {}}}
             k8s_cluster: {children: {kube_control_plane: {}}}
         """))
     result = run([tool("ansible-playbook"), "-i", str(inventory), str(ROOT / "site.yml")])
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert "slipway_etcd_mode: external etcd (a separate systemd etcd cluster) is not installed" in output
+    assert "group etcd: etcd would have 2 members" in output
     assert "UNREACHABLE" not in output
     assert "Prepare the operating system" not in output
