@@ -208,4 +208,14 @@ def node_summary(facts: Mapping[str, Any]) -> dict[str, Any]:
         "cap_sys_resource": bool(caps.get("sys_resource", True)),
         "swap_mb": int((facts.get("swap") or {}).get("total_mb") or 0),
         "kernel_modules": dict(facts.get("kernel_modules") or {}),
+        # A role skips a task whose work these show done: the hostname, swap in /etc/fstab, apt for
+        # installed packages, starting a service that runs and starts at boot.
+        "hostname": facts.get("hostname", ""),
+        "static_hostname": facts.get("static_hostname", ""),
+        "swap_fstab": list((facts.get("swap") or {}).get("fstab") or []),
+        "packages": list(facts.get("packages") or []),
+        "services": {
+            "active": list((facts.get("services") or {}).get("active") or []),
+            "enabled": list((facts.get("services") or {}).get("enabled") or []),
+        },
     }

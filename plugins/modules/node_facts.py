@@ -15,7 +15,8 @@ author:
 description:
   - Reads the operating system, CPU count, memory, swap, cgroup version, virtualization, clock
     synchronization, listening TCP sockets with their processes, effective capabilities, interface
-    addresses and the state of the kernel modules Kubernetes needs.
+    addresses, the state of the kernel modules Kubernetes needs, the hostname, the installed
+    Debian packages and the systemd services that run or start at boot.
   - Changes nothing on the node. It replaces fact gathering for the preflight checks of
     M(slipway.cluster.host_checks) and is much cheaper than M(ansible.builtin.setup).
   - A kernel module counts as present when it is loaded, built into the kernel (listed in
@@ -36,7 +37,8 @@ attributes:
     support: none
     description: The module changes nothing, so there is nothing to show.
 notes:
-  - Reads C(/proc), C(/sys) and C(/etc/os-release); runs C(ip), C(timedatectl) and C(systemctl) when present.
+  - Reads C(/proc), C(/sys), C(/etc/os-release), C(/etc/hostname), C(/etc/fstab) and C(/var/lib/dpkg/status);
+    runs C(ip), C(timedatectl) and C(systemctl) when present.
 """
 
 EXAMPLES = r"""
@@ -76,6 +78,11 @@ node_facts:
       type: str
       returned: always
       sample: cp1
+    static_hostname:
+      description: The hostname in C(/etc/hostname), the one the node boots with; empty when the file is missing.
+      type: str
+      returned: always
+      sample: cp1
     cpus:
       description: CPUs this node may use.
       type: int
@@ -87,10 +94,10 @@ node_facts:
       returned: always
       sample: 7954
     swap:
-      description: Active swap.
+      description: Active swap, and the lines of C(/etc/fstab) that mount swap and are not commented out.
       type: dict
       returned: always
-      sample: {total_mb: 0, devices: []}
+      sample: {total_mb: 0, devices: [], fstab: []}
     cgroup_version:
       description: 2 on the unified hierarchy, 1 otherwise.
       type: int
@@ -133,6 +140,21 @@ node_facts:
       type: dict
       returned: always
       sample: {overlay: builtin, br_netfilter: loaded}
+    packages:
+      description:
+        - Names of the Debian packages dpkg has installed (status C(installed)), sorted.
+        - Empty on a system without C(/var/lib/dpkg/status).
+      type: list
+      elements: str
+      returned: always
+      sample: [conntrack, containerd, iptables]
+    services:
+      description:
+        - The systemd service units that are active, and those enabled to start at boot.
+        - Both empty without C(systemctl).
+      type: dict
+      returned: always
+      sample: {active: [containerd.service, ssh.service], enabled: [containerd.service, ssh.service]}
 """
 
 import glob
@@ -178,6 +200,32 @@ def meminfo() -> dict:
 def swap_devices() -> list:
     lines = _read("/proc/swaps").splitlines()[1:]
     return [line.split()[0] for line in lines if line.strip()]
+
+
+def installed_packages(status: str) -> list:
+    """Names of the packages whose dpkg status (the third word of Status:) is installed."""
+    names = set()
+    for stanza in status.split("\n\n"):
+        name = state = ""
+        for line in stanza.splitlines():
+            if line.startswith("Package:"):
+                name = line[8:].strip()
+            elif line.startswith("Status:"):
+                words = line[7:].split()
+                state = words[2] if len(words) == 3 else ""
+        if name and state == "installed":
+            names.add(name)
+    return sorted(names)
+
+
+def fstab_swap(fstab: str) -> list:
+    """Lines of an fstab that mount swap (third field) and are not commented out."""
+    result = []
+    for line in fstab.splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and not fields[0].startswith("#") and fields[2] == "swap":
+            result.append(line)
+    return result
 
 
 def cpus() -> int:
@@ -279,6 +327,22 @@ def time_sync(module: AnsibleModule) -> dict:
     return {"synchronized": synchronized, "services": services}
 
 
+def _unit_names(module: AnsibleModule, argv: list) -> list:
+    rc, out, dummy = module.run_command(argv)
+    return sorted(line.split()[0] for line in out.splitlines() if line.strip()) if rc == 0 else []
+
+
+def services(module: AnsibleModule) -> dict:
+    systemctl = module.get_bin_path("systemctl")
+    if not systemctl:
+        return {"active": [], "enabled": []}
+    base = [systemctl, "--type=service", "--no-legend", "--no-pager", "--plain"]
+    return {
+        "active": _unit_names(module, base + ["list-units", "--state=active"]),
+        "enabled": _unit_names(module, base + ["list-unit-files", "--state=enabled"]),
+    }
+
+
 def gather(module: AnsibleModule) -> dict:
     mem = meminfo()
     virt, container = virtualization(module)
@@ -287,9 +351,10 @@ def gather(module: AnsibleModule) -> dict:
         "arch": platform.machine(),
         "kernel": platform.release(),
         "hostname": socket.gethostname(),
+        "static_hostname": _read("/etc/hostname").strip(),
         "cpus": cpus(),
         "memory_mb": mem.get("MemTotal", 0),
-        "swap": {"total_mb": mem.get("SwapTotal", 0), "devices": swap_devices()},
+        "swap": {"total_mb": mem.get("SwapTotal", 0), "devices": swap_devices(), "fstab": fstab_swap(_read("/etc/fstab"))},
         "cgroup_version": 2 if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else 1,
         "container": container,
         "virtualization": virt,
@@ -298,6 +363,8 @@ def gather(module: AnsibleModule) -> dict:
         "capabilities": capabilities(),
         "addresses": addresses(module),
         "kernel_modules": module_states(module.params["kernel_modules"]),
+        "packages": installed_packages(_read("/var/lib/dpkg/status")),
+        "services": services(module),
     }
 
 

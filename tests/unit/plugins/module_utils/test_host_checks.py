@@ -166,6 +166,20 @@ def test_node_summary_keeps_what_roles_need():
     assert summary == {
         "os": "debian", "os_version": "12", "arch": "x86_64", "cgroup_version": 1, "container": True,
         "cap_sys_resource": False, "swap_mb": 0, "kernel_modules": {"overlay": "builtin", "br_netfilter": "loaded"},
+        "hostname": "", "static_hostname": "", "swap_fstab": [], "packages": [], "services": {"active": [], "enabled": []},
+    }
+
+
+def test_node_summary_keeps_what_roles_skip_on():
+    summary = node_summary(facts_for(
+        "10.0.0.11", hostname="cp1", static_hostname="cp1", packages=["conntrack", "iptables"],
+        swap={"total_mb": 0, "devices": [], "fstab": ["/swapfile none swap sw 0 0"]},
+        services={"active": ["containerd.service"], "enabled": ["containerd.service", "ssh.service"]},
+    ))
+    assert {key: summary[key] for key in ("hostname", "static_hostname", "swap_fstab", "packages", "services")} == {
+        "hostname": "cp1", "static_hostname": "cp1", "swap_fstab": ["/swapfile none swap sw 0 0"],
+        "packages": ["conntrack", "iptables"],
+        "services": {"active": ["containerd.service"], "enabled": ["containerd.service", "ssh.service"]},
     }
 
 

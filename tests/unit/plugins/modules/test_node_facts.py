@@ -1,0 +1,55 @@
+# Unit tests of slipway.cluster.node_facts: what counts as an installed package and as swap in /etc/fstab.
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.slipway.cluster.plugins.modules.node_facts import fstab_swap, installed_packages
+
+STATUS = """Package: conntrack
+Status: install ok installed
+Architecture: amd64
+Version: 1:1.4.7-1+b2
+
+Package: haproxy
+Status: deinstall ok config-files
+Architecture: amd64
+
+Package: libc6
+Status: hold ok installed
+Architecture: amd64
+
+Package: libc6
+Status: install ok installed
+Architecture: i386
+
+Package: socat
+Status: install ok half-configured
+Architecture: amd64
+"""
+
+
+def test_only_installed_packages_count_once_each():
+    assert installed_packages(STATUS) == ["conntrack", "libc6"]
+
+
+@pytest.mark.parametrize("status", ["", "\n\n", "Package: broken\n"])
+def test_no_dpkg_status_means_no_packages(status):
+    assert installed_packages(status) == []
+
+
+FSTAB = """# /etc/fstab: static file system information.
+UUID=0a1b / ext4 errors=remount-ro 0 1
+/swapfile none swap sw 0 0
+# /dev/sda3 none swap sw 0 0
+  UUID=9f8e none swap sw 0 0
+/dev/sdb1 /srv/swap ext4 defaults 0 2
+# UNCONFIGURED FSTAB FOR BASE SYSTEM
+"""
+
+
+def test_swap_lines_are_the_uncommented_ones_of_type_swap():
+    assert fstab_swap(FSTAB) == ["/swapfile none swap sw 0 0", "  UUID=9f8e none swap sw 0 0"]
+
+
+def test_no_fstab_means_no_swap_lines():
+    assert fstab_swap("") == []
