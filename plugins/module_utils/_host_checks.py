@@ -42,7 +42,8 @@ def ports_for(model: Mapping[str, Any], node: Mapping[str, Any]) -> list[tuple[s
     if "control_plane" in roles:
         ports += [("*", endpoint["apiserver_port"]), ("*", 10257), ("*", 10259)]
     if "etcd" in roles:
-        ports += [("*", 2379), ("*", 2380)]
+        # Clients, peers, and the metrics etcd serves on loopback (kubeadm's and the etcd role's).
+        ports += [("*", 2379), ("*", 2380), ("127.0.0.1", 2381)]
     if node.get("kubernetes"):
         ports += [("*", 10250), ("*", 10256)]
         if endpoint["mode"] == "local_haproxy":

@@ -89,6 +89,14 @@ def test_ports_held_by_the_cluster_itself_are_fine(model):
     assert run(model, cp1={"listening": listening}) == ([], [])
 
 
+def test_etcd_members_need_their_metrics_port_on_loopback(model):
+    assert {("*", 2379), ("*", 2380), ("127.0.0.1", 2381)} <= set(ports_for(model, model["nodes"]["cp1"]))
+    assert ("127.0.0.1", 2381) not in ports_for(model, model["nodes"]["w1"])
+    problems = run(model, cp1={"listening": [{"address": "127.0.0.1", "port": 2381, "process": "node_exporter"}]})[0]
+    assert problems == ["host cp1: TCP port 2381 is in use by node_exporter on 127.0.0.1; the cluster needs it: "
+                        "stop that service or move it to another port"]
+
+
 def test_loopback_only_port_check_ignores_other_addresses():
     model = build_model(GROUPS | {"loadbalancer": []}, HOSTVARS, {})
     assert ("127.0.0.1", 8443) in ports_for(model, model["nodes"]["w1"])
