@@ -422,7 +422,10 @@ def build_model(
             ("control_plane", control_planes), ("worker", workers), ("etcd", etcd_members),
             ("loadbalancer", endpoint["lb_hosts"]),
         ) if host in members]
-        nodes[host] = {"name": host, "address": addresses[host], "roles": roles, "kubernetes": host in cluster_hosts}
+        address = addresses[host] or ""
+        # url_host: the address as it goes into a URL or host:port (IPv6 in brackets).
+        nodes[host] = {"name": host, "address": addresses[host], "url_host": f"[{address}]" if ":" in address else address,
+                       "roles": roles, "kubernetes": host in cluster_hosts}
     return {
         "name": settings["slipway_cluster_name"],
         "kubernetes_version": version,

@@ -72,12 +72,12 @@ ansible_facts:
         - The normalized cluster. Keys include C(kubernetes_version), C(pod_cidr), C(service_cidr),
           C(cluster_dns_ip), C(endpoint) (C(mode), C(host), C(port), C(address), C(url), C(external_url), C(vip),
           C(lb_hosts)), C(control_planes), C(first_control_plane), C(workers), C(etcd_members) and C(nodes)
-          (per host C(name), C(address), C(roles)).
+          (per host C(name), C(address), C(url_host) (the address in brackets when it is IPv6, for URLs), C(roles)).
       type: dict
       returned: success
       sample:
         kubernetes_version: 1.37.1
         first_control_plane: cp1
         endpoint: {mode: local_haproxy, host: 127.0.0.1, port: 8443, address: "127.0.0.1:8443"}
-        nodes: {cp1: {name: cp1, address: 10.0.0.11, roles: [control_plane, etcd], kubernetes: true}}
+        nodes: {cp1: {name: cp1, address: 10.0.0.11, url_host: 10.0.0.11, roles: [control_plane, etcd], kubernetes: true}}
 """

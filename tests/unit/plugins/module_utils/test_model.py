@@ -51,6 +51,7 @@ def test_good_inventory_gives_the_model():
     assert model["workers"] == ["w1", "w2"]
     assert model["etcd_members"] == ["cp1", "cp2", "cp3"]
     assert model["nodes"]["cp3"]["address"] == "10.0.1.13"  # ip wins over ansible_host
+    assert model["nodes"]["cp3"]["url_host"] == "10.0.1.13"
     assert model["nodes"]["cp1"]["roles"] == ["control_plane", "etcd"]
     assert model["nodes"]["w1"]["roles"] == ["worker"]
     assert model["cluster_dns_ip"] == "10.233.0.10"
