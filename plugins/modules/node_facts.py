@@ -29,6 +29,14 @@ options:
     type: list
     elements: str
     default: [overlay, br_netfilter]
+  services:
+    description:
+      - systemd service units whose state to report in RV(node_facts.services).
+      - Read with one C(systemctl show) call together with the time services, which is much quicker than
+        listing every unit file.
+    type: list
+    elements: str
+    default: [containerd.service, kubelet.service, haproxy.service, keepalived.service, etcd.service]
 attributes:
   check_mode:
     support: full
@@ -150,11 +158,11 @@ node_facts:
       sample: [conntrack, containerd, iptables]
     services:
       description:
-        - The systemd service units that are active, and those enabled to start at boot.
+        - Which of the units named in O(services) are active, and which are enabled to start at boot.
         - Both empty without C(systemctl).
       type: dict
       returned: always
-      sample: {active: [containerd.service, ssh.service], enabled: [containerd.service, ssh.service]}
+      sample: {active: [containerd.service, kubelet.service], enabled: [containerd.service, kubelet.service]}
 """
 
 import glob
@@ -167,6 +175,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.slipway.cluster.plugins.module_utils._kernel import module_states
 
 _TIME_SERVICES = ("chrony", "chronyd", "systemd-timesyncd", "ntp", "ntpd", "ntpsec", "openntpd")
+# The services the roles start and enable, whose state lets a rerun skip starting them.
+_SERVICES = ("containerd.service", "kubelet.service", "haproxy.service", "keepalived.service", "etcd.service")
 _CAPS = {"net_admin": 12, "sys_admin": 21, "sys_resource": 24}
 
 
@@ -313,38 +323,44 @@ def virtualization(module: AnsibleModule) -> tuple:
     return kind, container
 
 
-def time_sync(module: AnsibleModule) -> dict:
+def unit_states(module: AnsibleModule, names: list) -> dict:
+    """{name: (ActiveState, UnitFileState)} of each unit, from one `systemctl show` call; {} without systemctl."""
+    systemctl = module.get_bin_path("systemctl")
+    if not systemctl or not names:
+        return {}
+    rc, out, dummy = module.run_command([systemctl, "show", "--property=ActiveState,UnitFileState", "--", *names])
+    return parse_unit_states(names, out) if rc == 0 else {}
+
+
+def parse_unit_states(names: list, out: str) -> dict:
+    """`systemctl show` prints one block per unit, in the order asked, separated by a blank line."""
+    blocks = [dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+              for block in out.strip().split("\n\n")] if out.strip() else []
+    return {name: (block.get("ActiveState", ""), block.get("UnitFileState", ""))
+            for name, block in zip(names, blocks)}
+
+
+def time_sync(module: AnsibleModule, states: dict) -> dict:
     synchronized = False
     timedatectl = module.get_bin_path("timedatectl")
     if timedatectl:
         rc, out, dummy = module.run_command([timedatectl, "show", "-p", "NTPSynchronized", "--value"])
         synchronized = rc == 0 and out.strip() == "yes"
-    services = []
-    systemctl = module.get_bin_path("systemctl")
-    if systemctl:
-        out = module.run_command([systemctl, "is-active", *_TIME_SERVICES])[1]
-        services = [name for name, state in zip(_TIME_SERVICES, out.split()) if state == "active"]
+    services = [name for name in _TIME_SERVICES if states.get(name, ("",))[0] == "active"]
     return {"synchronized": synchronized, "services": services}
 
 
-def _unit_names(module: AnsibleModule, argv: list) -> list:
-    rc, out, dummy = module.run_command(argv)
-    return sorted(line.split()[0] for line in out.splitlines() if line.strip()) if rc == 0 else []
-
-
-def services(module: AnsibleModule) -> dict:
-    systemctl = module.get_bin_path("systemctl")
-    if not systemctl:
-        return {"active": [], "enabled": []}
-    base = [systemctl, "--type=service", "--no-legend", "--no-pager", "--plain"]
+def services(names: list, states: dict) -> dict:
     return {
-        "active": _unit_names(module, base + ["list-units", "--state=active"]),
-        "enabled": _unit_names(module, base + ["list-unit-files", "--state=enabled"]),
+        "active": sorted(name for name in names if states.get(name, ("",))[0] == "active"),
+        "enabled": sorted(name for name in names if states.get(name, ("", ""))[1] == "enabled"),
     }
 
 
 def gather(module: AnsibleModule) -> dict:
     mem = meminfo()
+    names = list(dict.fromkeys(module.params["services"]))
+    states = unit_states(module, names + [name for name in _TIME_SERVICES if name not in names])
     virt, container = virtualization(module)
     return {
         "os": os_release(),
@@ -358,19 +374,22 @@ def gather(module: AnsibleModule) -> dict:
         "cgroup_version": 2 if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else 1,
         "container": container,
         "virtualization": virt,
-        "time_sync": time_sync(module),
+        "time_sync": time_sync(module, states),
         "listening": listening(),
         "capabilities": capabilities(),
         "addresses": addresses(module),
         "kernel_modules": module_states(module.params["kernel_modules"]),
         "packages": installed_packages(_read("/var/lib/dpkg/status")),
-        "services": services(module),
+        "services": services(names, states),
     }
 
 
 def main() -> None:
     module = AnsibleModule(
-        argument_spec={"kernel_modules": {"type": "list", "elements": "str", "default": ["overlay", "br_netfilter"]}},
+        argument_spec={
+            "kernel_modules": {"type": "list", "elements": "str", "default": ["overlay", "br_netfilter"]},
+            "services": {"type": "list", "elements": "str", "default": list(_SERVICES)},
+        },
         supports_check_mode=True,
     )
     module.exit_json(changed=False, node_facts=gather(module))

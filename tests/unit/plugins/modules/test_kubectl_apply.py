@@ -6,13 +6,7 @@ import pytest
 from ansible.module_utils import basic
 
 from ansible_collections.slipway.cluster.plugins.modules import kubectl_apply
-from ansible_collections.slipway.cluster.tests.unit.fixtures.module_runner import (
-    ModuleExit,
-    ModuleFail,
-    _exit_json,
-    _fail_json,
-    patch_module_args,
-)
+from ansible_collections.slipway.cluster.tests.unit.fixtures.module_runner import _exit_json, _fail_json, run_main
 
 
 @pytest.fixture
@@ -37,14 +31,7 @@ def kubectl(monkeypatch):
 
 
 def call(args):
-    with patch_module_args(args):
-        try:
-            kubectl_apply.main()
-        except ModuleExit as done:
-            return "exit", done.args[0]
-        except ModuleFail as failed:
-            return "fail", failed.args[0]
-    raise AssertionError("the module neither exited nor failed")
+    return run_main(kubectl_apply.main, args)
 
 
 def test_applies_and_shows_the_diff(kubectl):

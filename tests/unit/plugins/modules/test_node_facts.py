@@ -53,3 +53,31 @@ def test_swap_lines_are_the_uncommented_ones_of_type_swap():
 
 def test_no_fstab_means_no_swap_lines():
     assert fstab_swap("") == []
+
+
+SHOW = """ActiveState=active
+UnitFileState=enabled
+
+ActiveState=inactive
+UnitFileState=
+
+ActiveState=active
+UnitFileState=disabled
+"""
+
+
+def test_unit_states_come_in_the_order_asked_one_block_each():
+    from ansible_collections.slipway.cluster.plugins.modules.node_facts import parse_unit_states, services
+
+    names = ["containerd.service", "keepalived.service", "chrony"]
+    states = parse_unit_states(names, SHOW)
+    assert states == {"containerd.service": ("active", "enabled"), "keepalived.service": ("inactive", ""),
+                      "chrony": ("active", "disabled")}
+    assert services(names[:2], states) == {"active": ["containerd.service"], "enabled": ["containerd.service"]}
+
+
+def test_no_systemctl_output_means_no_states():
+    from ansible_collections.slipway.cluster.plugins.modules.node_facts import parse_unit_states, services
+
+    assert parse_unit_states(["kubelet.service"], "") == {}
+    assert services(["kubelet.service"], {}) == {"active": [], "enabled": []}
