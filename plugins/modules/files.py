@@ -20,8 +20,9 @@ description:
     one round-trip per host instead of one or two per path.
   - Render templates on the controller with the P(ansible.builtin.template#lookup) lookup and pass the
     result as O(files[].content).
-  - Directories are handled first, in the order given, then files. Missing parent directories of a path
-    are created with O(directory_mode) and the owner and group given for that path.
+  - Directories are handled first, in the order given, then files. The missing parents of a directory are
+    created with that directory's owner, group and mode, as M(ansible.builtin.file) does; the missing parents
+    of a file with O(directory_mode) and the file's owner and group.
   - A file is replaced atomically; a temporary file in the same directory gets the final owner, group
     and mode before it is renamed over the path, so a secret file is never readable by others, not even
     for a moment. A symbolic link at a file's path is followed, so the file it points to is written.
