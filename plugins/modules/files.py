@@ -48,8 +48,13 @@ options:
         description:
           - The whole content of the file, for example
             V("{{ lookup('ansible.builtin.template', 'kubelet.service.j2') }}").
+          - Exactly one of O(files[].content) and O(files[].src) is required.
         type: str
-        required: true
+      src:
+        description:
+          - A file on the node whose content this file must hold, as M(ansible.builtin.copy) with C(remote_src).
+          - The task fails when it does not exist.
+        type: path
       owner:
         description: Owner of the file. Defaults to O(owner).
         type: str
@@ -120,6 +125,11 @@ EXAMPLES = r"""
         content: "{{ lookup('ansible.builtin.template', 'kubelet.service.j2') }}"
       - path: /etc/default/kubelet
         content: "KUBELET_EXTRA_ARGS=--node-ip={{ node_ip }}\n"
+      # A copy of a file on the node.
+      - path: /root/.kube/config
+        src: /etc/kubernetes/admin.conf
+        mode: "0600"
+        secret: true
   register: kubelet_files
   notify: Restart kubelet
 
@@ -254,7 +264,12 @@ class Files:
                             "mode": params["directory_mode"]})
         if self._exists(path) and os.path.isdir(path):
             self.module.fail_json(msg=f"{path} is a directory, where a file should go; move it away.", path=path)
-        content = to_bytes(spec["content"], errors="surrogate_or_strict")
+        if spec.get("src") is not None:
+            content = _read(spec["src"])
+            if content is None:
+                self.module.fail_json(msg=f"{spec['src']}, the source of {path}, does not exist on the node.", path=path)
+        else:
+            content = to_bytes(spec["content"], errors="surrogate_or_strict")
         before = None if path in self.planned else _read(path)
         created = before is None
         diff = {"before_header": path, "after_header": path}
@@ -316,13 +331,14 @@ def main() -> None:
             "directories": {"type": "list", "elements": "raw", "default": []},
             "files": {"type": "list", "elements": "dict", "default": [], "options": {
                 "path": {"type": "path", "required": True},
-                "content": {"type": "str", "required": True},
+                "content": {"type": "str"},
+                "src": {"type": "path"},
                 "owner": {"type": "str"},
                 "group": {"type": "str"},
                 "mode": {"type": "raw"},
                 "validate": {"type": "str"},
                 "secret": {"type": "bool", "default": False},
-            }},
+            }, "mutually_exclusive": [["content", "src"]], "required_one_of": [["content", "src"]]},
             "owner": {"type": "str"},
             "group": {"type": "str"},
             "file_mode": {"type": "raw", "default": "0644"},

@@ -167,3 +167,25 @@ def test_a_content_that_passes_its_check_is_written(tmp_path):
 def test_a_check_command_without_the_file_placeholder_is_refused(tmp_path):
     kind, result = call({"files": [{"path": str(tmp_path / "f"), "content": "x", "validate": "true"}]})
     assert kind == "fail" and "must hold %s where the file goes" in result["msg"]
+
+
+def test_a_file_on_the_node_can_be_the_source(tmp_path):
+    source = tmp_path / "admin.conf"
+    source.write_text("apiVersion: v1\n")
+    target = tmp_path / "kube" / "config"
+    args = {"files": [{"path": str(target), "src": str(source), "mode": "0600", "secret": True}]}
+    kind, result = call(args)
+    assert (kind, result["changed_paths"]) == ("exit", [str(tmp_path / "kube"), str(target)])
+    assert target.read_text() == "apiVersion: v1\n" and mode(target) == 0o600
+    assert call(args)[1]["changed"] is False
+
+
+def test_a_missing_source_is_named(tmp_path):
+    kind, result = call({"files": [{"path": str(tmp_path / "config"), "src": str(tmp_path / "admin.conf")}]})
+    assert kind == "fail" and result["msg"] == f"{tmp_path / 'admin.conf'}, the source of {tmp_path / 'config'}, does not exist on the node."
+
+
+@pytest.mark.parametrize("spec", [{}, {"content": "a", "src": "/etc/hostname"}])
+def test_exactly_one_of_content_and_src(tmp_path, spec):
+    kind, result = call({"files": [dict(spec, path=str(tmp_path / "f"))]})
+    assert kind == "fail"
