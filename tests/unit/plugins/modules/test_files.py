@@ -164,7 +164,7 @@ def test_a_content_that_passes_its_check_is_written(tmp_path):
     assert target.read_text() == "good new\n"
 
 
-def test_a_check_command_without_the_file_placeholder_is_refused(tmp_path):
+def test_a_check_command_that_does_not_name_the_file_is_refused(tmp_path):
     kind, result = call({"files": [{"path": str(tmp_path / "f"), "content": "x", "validate": "true"}]})
     assert kind == "fail" and "must hold %s where the file goes" in result["msg"]
 
