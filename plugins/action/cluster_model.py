@@ -18,7 +18,10 @@ from ansible_collections.slipway.cluster.plugins.module_utils._model import (
     format_problems,
 )
 
-ARGUMENT_SPEC = {"settings": {"type": "dict", "default": {}}}
+ARGUMENT_SPEC = {
+    "settings": {"type": "dict", "default": {}},
+    "exclude": {"type": "list", "elements": "str", "default": []},
+}
 
 
 class LocalBundle:
@@ -69,7 +72,8 @@ class ActionModule(ActionBase):
             for host in wanted
         }
         try:
-            model = build_model(groups, host_settings, settings, bundle=LocalBundle())
+            model = build_model(groups, host_settings, settings, bundle=LocalBundle(),
+                                exclude=validation.validated_parameters["exclude"])
         except ModelError as err:
             result["failed"] = True
             result["msg"] = format_problems(

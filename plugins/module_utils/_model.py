@@ -234,11 +234,13 @@ def _check_etcd(col: _Collector, mode: str, control_planes: list[str], etcd_grou
         members = etcd_group
         if not members:
             col.error("group etcd", "slipway_etcd_mode is external but the etcd group has no host; add 1, 3 or 5 hosts")
+    # An even count works (a replacement passes through one: add the new member, then remove the
+    # old), but it tolerates no more failures than one member less: a warning, not a stop.
     if members and len(members) % 2 == 0:
-        col.error(
+        col.warn(
             "group etcd" if mode == "external" else "group kube_control_plane",
-            f"etcd would have {len(members)} members; an even number gives no extra fault tolerance "
-            f"and can split; use {len(members) - 1} or {len(members) + 1}",
+            f"etcd has {len(members)} members; an even number gives no extra fault tolerance "
+            f"and can split; use {len(members) - 1} or {len(members) + 1} (add or remove one)",
         )
     return members
 
@@ -358,10 +360,16 @@ def _artifacts(col: _Collector, settings: Mapping[str, Any], source: str, versio
 
 def build_model(
     groups: Mapping[str, Any], hostvars: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any],
-    bundle: BundleReader | None = None,
+    bundle: BundleReader | None = None, exclude: tuple[str, ...] | list[str] = (),
 ) -> dict[str, Any]:
-    """Validate the inventory and settings; return the model or raise ModelError with every problem."""
+    """Validate the inventory and settings; return the model or raise ModelError with every problem.
+
+    ``exclude``: hosts to leave out as if the inventory did not list them (the cluster as it is
+    after removing them: remove_node.yml points the remaining load balancers at what is left).
+    """
     col = _Collector()
+    if exclude:
+        groups = {name: [host for host in (members or []) if host not in exclude] for name, members in groups.items()}
     settings = {**DEFAULT_SETTINGS, **{k: v for k, v in settings.items() if v is not None}}
 
     control_planes = _group(groups, GROUP_CONTROL_PLANE)

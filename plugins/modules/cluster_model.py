@@ -33,6 +33,15 @@ options:
         on the controller; a relative C(slipway_artifacts_bundle_dir) is relative to the inventory directory.
     type: dict
     default: {}
+  exclude:
+    description:
+      - Hosts to leave out of the model as if the inventory did not list them, for the cluster as it is after
+        they are removed (C(playbooks/remove_node.yml) points the remaining load balancers at what is left).
+      - A name the inventory does not have is ignored here; the caller checks names.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.2.0
 attributes:
   action:
     support: full

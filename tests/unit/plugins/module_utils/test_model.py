@@ -82,16 +82,34 @@ def test_empty_control_plane_group_with_workers_only_is_one_clear_problem():
 
 
 @pytest.mark.parametrize("cps", [["cp1", "cp2"], ["cp1", "cp2", "cp3", "w1"]])
-def test_even_number_of_stacked_etcd_members(cps):
-    msg = one_problem({"kube_control_plane": cps, "kube_node": ["w2"]})
-    assert msg.startswith("group kube_control_plane: etcd would have")
-    assert f"use {len(cps) - 1} or {len(cps) + 1}" in msg
+def test_even_number_of_stacked_etcd_members_is_a_warning(cps):
+    # A replacement passes through an even count (add the new control plane, then remove the old).
+    model = build({"kube_control_plane": cps, "kube_node": ["w2"]})
+    assert len(model["warnings"]) == 1
+    warning = model["warnings"][0]
+    assert warning.startswith(f"group kube_control_plane: etcd has {len(cps)} members")
+    assert f"use {len(cps) - 1} or {len(cps) + 1}" in warning
 
 
-def test_even_number_of_external_etcd_members():
+def test_even_number_of_external_etcd_members_is_a_warning():
     groups = {**GOOD_GROUPS, "etcd": ["cp1", "cp2"]}
-    msg = one_problem(groups, slipway_etcd_mode="external")
-    assert msg.startswith("group etcd: etcd would have 2 members")
+    model = build(groups, slipway_etcd_mode="external")
+    assert model["warnings"][0].startswith("group etcd: etcd has 2 members")
+
+
+def test_excluded_hosts_are_left_out_as_if_not_listed():
+    model = build_model(GOOD_GROUPS, GOOD_HOSTVARS, {}, exclude=["cp1", "w2"])
+    assert model["control_planes"] == ["cp2", "cp3"]
+    assert model["first_control_plane"] == "cp2"
+    assert model["workers"] == ["w1"]
+    assert model["etcd_members"] == ["cp2", "cp3"]
+    assert set(model["nodes"]) == {"cp2", "cp3", "w1"}
+
+
+def test_excluding_every_control_plane_is_refused():
+    found = [str(p) for p in pytest.raises(ModelError, build_model, GOOD_GROUPS, GOOD_HOSTVARS, {},
+                                           exclude=["cp1", "cp2", "cp3"]).value.problems]
+    assert found[0].startswith("group kube_control_plane: has no host")
 
 
 def test_external_etcd_needs_members():
@@ -285,7 +303,7 @@ def test_loadbalancer_group_is_only_warned_about_outside_vip_mode():
 
 
 def test_every_mistake_is_reported_at_once():
-    groups = {"kube_control_plane": ["cp1", "cp2"], "kube_node": ["w1", "w2"], "etcd": ["cp1", "cp2"]}
+    groups = {"kube_control_plane": ["cp1", "cp2"], "kube_node": ["w1", "w2"], "etcd": ["cp1", "w2"]}
     hostvars = {
         "cp1": {"ansible_host": "10.0.0.11"},
         "cp2": {"ansible_host": "10.0.0.11"},
@@ -302,6 +320,6 @@ def test_every_mistake_is_reported_at_once():
     )
     wheres = [p.split(":")[0] for p in found]
     for expected in ("host cp2", "host w1", "slipway_kubernetes_version", "slipway_lb_mode", "slipway_cni",
-                     "group kube_control_plane", "slipway_pod_cidr"):
+                     "group etcd", "slipway_pod_cidr"):
         assert expected in wheres, found
     assert len(found) >= 8
