@@ -24,16 +24,17 @@ LAB_VARS    ?= slipway_artifacts_source=bundle slipway_artifacts_bundle_dir=$(BU
 BENCH_CLUSTER ?= bench
 LAB_INVENTORY ?= $(ROOT)/inventories/lab/hosts.yml
 # Every Molecule scenario, longest first: make test runs them in TEST_LANES parallel lanes.
-SCENARIOS   ?= ha vip kubesphere artifacts loadbalancer loadbalancer_local preinstall containerd
+SCENARIOS   ?= lifecycle ha vip kubesphere artifacts loadbalancer loadbalancer_local preinstall containerd
 TEST_LANES  ?= 2
 SCENARIO    ?= preinstall
 
-.PHONY: help deps venv collection bundle bundle-verify lab lab-down lab-status bench lint sanity units integration molecule test clean
+.PHONY: help deps venv collection bundle bundle-verify lab lab-down lab-status bench bench-scale lint sanity units integration molecule test clean
 
 help:
 	@echo "make lab        bring up the podman lab and run site.yml on it"
 	@echo "make test       everything CI runs: lint, sanity, units, integration, every Molecule scenario"
 	@echo "make bench      site.yml on a fresh lab cluster, then a rerun: wall times and task results per host"
+	@echo "make bench-scale  the same cluster grown by one worker with scale.yml (BENCH_ADD)"
 	@echo "make lint | sanity | units | integration | molecule SCENARIO=name | lab-down | lab-status"
 
 # System packages (Debian 12). Installed only when something is missing.
@@ -76,6 +77,15 @@ lab: deps venv collection bundle
 bench: deps venv collection bundle
 	$(PY) tools/bench.py --cluster $(BENCH_CLUSTER) $(addprefix --node ,$(LAB_NODES)) $(addprefix --vars ,$(LAB_VARS)) \
 	  $(if $(BENCH_KEEP),--keep)
+
+# Grow a fresh lab cluster of LAB_NODES by BENCH_ADD with scale.yml: the wall time of adding a worker
+# and the task results on the hosts that were there before (docs/performance.md). For the cluster
+# twice the size: make bench-scale LAB_NODES="$(BENCH_BIG_NODES)".
+BENCH_ADD       ?= w9:kube_node
+BENCH_BIG_NODES ?= $(LAB_NODES) w3:kube_node w4:kube_node w5:kube_node w6:kube_node w7:kube_node
+bench-scale: deps venv collection bundle
+	$(PY) tools/bench.py --cluster $(BENCH_CLUSTER) $(addprefix --node ,$(LAB_NODES)) $(addprefix --add ,$(BENCH_ADD)) \
+	  $(addprefix --vars ,$(LAB_VARS)) --log-dir $(CACHE)/bench-scale $(if $(BENCH_KEEP),--keep)
 
 lab-down:
 	$(PY) lab/lab.py down --cluster $(LAB_CLUSTER)

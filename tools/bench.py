@@ -4,7 +4,11 @@ that must change nothing. Prints wall times and task results per host (from PLAY
 runs as a Markdown table, for docs/performance.md.
 
     tools/bench.py --cluster bench --node cp1:kube_control_plane,etcd ... [--vars KEY=VALUE ...]
-                   [--keep] [--log-dir DIR]
+                   [--add w3:kube_node ...] [--keep] [--log-dir DIR]
+
+With --add, the added machines are started with the others but left out of the inventory's groups;
+after the first run they are put in their groups and playbooks/scale.yml adds them (timed), then runs
+again: the figures of growing the cluster, and the results on the hosts that were there before.
 
 Run with the controller virtualenv's python, as root (the lab needs it); `make bench` does.
 """
@@ -75,6 +79,8 @@ def main() -> int:
     parser.add_argument("--inventory", default=str(ROOT / ".cache" / "bench" / "hosts.yml"))
     parser.add_argument("--log-dir", default=str(ROOT / ".cache" / "bench"))
     parser.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
+    parser.add_argument("--add", action="append", default=[], metavar="NAME:GROUPS",
+                        help="a machine scale.yml adds after the first run (repeat)")
     args = parser.parse_args()
     logs = Path(args.log_dir)
     logs.mkdir(parents=True, exist_ok=True)
@@ -84,20 +90,36 @@ def main() -> int:
 
     print(f"== fresh lab cluster '{args.cluster}' ({len(args.node)} nodes)", flush=True)
     run(lab + ["down", "--cluster", args.cluster])
-    up_argv = (lab + ["up", "--cluster", args.cluster, "--inventory", args.inventory]
-               + [f"--node={n}" for n in args.node] + [f"--vars={v}" for v in args.vars])
-    up_took = run(up_argv)[0]
+
+    def up(added_groups: bool) -> float:
+        added = args.add if added_groups else [spec.partition(":")[0] + ":" for spec in args.add]
+        argv = (lab + ["up", "--cluster", args.cluster, "--inventory", args.inventory]
+                + [f"--node={n}" for n in args.node + added] + [f"--vars={v}" for v in args.vars])
+        return run(argv)[0]
+
+    up_took = up(added_groups=False)
     results = []
+    steps = [("first run", playbook), ("rerun", playbook)]
+    if args.add:
+        scale = playbook[:-1] + [str(ROOT / "playbooks" / "scale.yml")]
+        steps = [("first run", playbook), ("scale", scale), ("scale rerun", scale)]
     try:
-        for name in ("first run", "rerun"):
-            print(f"== site.yml, {name} (log: {logs / (name.replace(' ', '-') + '.log')})", flush=True)
-            took, output = run(playbook, logs / f"{name.replace(' ', '-')}.log")
+        for name, argv in steps:
+            if name == "scale":
+                up(added_groups=True)
+            print(f"== {Path(argv[-1]).name}, {name} (log: {logs / (name.replace(' ', '-') + '.log')})", flush=True)
+            took, output = run(argv, logs / f"{name.replace(' ', '-')}.log")
             results.append((name, took, recap(output)))
     finally:
         if not args.keep:
             run(lab + ["down", "--cluster", args.cluster])
     changed = sum(c.get("changed", 0) for c in results[-1][2].values())
-    print(f"\nnodes up in {up_took:.0f} s; the rerun changed {changed} task(s)\n")
+    print(f"\nnodes up in {up_took:.0f} s; the {results[-1][0]} changed {changed} task(s)\n")
+    if args.add:
+        added = {spec.partition(":")[0] for spec in args.add}
+        before = {host: c for host, c in results[1][2].items() if host not in added}
+        print(f"scale.yml: {results[1][1]:.0f} s; on the {len(before)} hosts that were there before: "
+              f"{sum(c.get('changed', 0) for c in before.values())} changed\n")
     print(table(results))
     return 0 if changed == 0 else 1
 

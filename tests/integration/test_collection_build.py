@@ -67,8 +67,19 @@ def test_ansible_doc_documents_the_modules(installed, module):
     assert "EXAMPLES" in result.stdout and "RETURN VALUES" in result.stdout
 
 
-def test_the_installed_site_playbook_parses(installed):
+# Every filter the collection ships, documented by the YAML file beside its plugin.
+@pytest.mark.parametrize("name", sorted(path.stem for path in (ROOT / "plugins" / "filter").glob("*.yml")))
+def test_ansible_doc_documents_the_filters(installed, name):
+    target = installed[1]
+    result = run([str(ROOT / ".venv/bin/ansible-doc"), "-t", "filter", f"slipway.cluster.{name}"],
+                 env={"ANSIBLE_CONFIG": str(target / "ansible.cfg")}, cwd=target)
+    assert result.returncode == 0, result.stderr
+    assert "EXAMPLES" in result.stdout and "RETURN VALUES" in result.stdout
+
+
+@pytest.mark.parametrize("playbook", ["site", "scale", "remove_node", "reset"])
+def test_the_installed_playbooks_parse(installed, playbook):
     target = installed[1]
     result = run([str(ROOT / ".venv/bin/ansible-playbook"), "--syntax-check", "-i", str(ROOT / "inventories/sample/hosts.yml"),
-                  "slipway.cluster.site"], env={"ANSIBLE_CONFIG": str(target / "ansible.cfg")}, cwd=target)
+                  f"slipway.cluster.{playbook}"], env={"ANSIBLE_CONFIG": str(target / "ansible.cfg")}, cwd=target)
     assert result.returncode == 0, result.stdout + result.stderr

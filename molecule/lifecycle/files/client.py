@@ -1,0 +1,52 @@
+#!/usr/bin/env python
+"""A client that requests a URL every INTERVAL seconds and counts the failures, for the lifecycle scenario.
+
+    client.py --url http://10.88.100.11:30080/ --out FILE [--interval 0.2] [--max-seconds 3600]
+
+Bounded: it stops by itself after --max-seconds, or as soon as FILE.stop exists. After every request it
+rewrites FILE with {"requests": N, "failures": N, "last_failure": "...", "running": true|false}.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import urllib.request
+from pathlib import Path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--interval", type=float, default=0.2)
+    parser.add_argument("--max-seconds", type=float, default=3600)
+    parser.add_argument("--timeout", type=float, default=2.0)
+    args = parser.parse_args()
+    stop = args.out.with_name(args.out.name + ".stop")
+    stop.unlink(missing_ok=True)
+    state = {"url": args.url, "requests": 0, "failures": 0, "last_failure": "", "failed_at": [], "running": True}
+    deadline = time.monotonic() + args.max_seconds
+    while time.monotonic() < deadline and not stop.exists():
+        started = time.monotonic()
+        state["requests"] += 1
+        try:
+            with urllib.request.urlopen(args.url, timeout=args.timeout) as answer:  # noqa: S310 (a lab node)
+                body = answer.read()
+                if answer.status != 200 or not body.startswith(b"hello"):
+                    raise OSError(f"status {answer.status}, body {body[:40]!r}")
+        except OSError as error:
+            state["failures"] += 1
+            state["last_failure"] = str(error)
+            state["failed_at"] = (state["failed_at"] + [time.strftime("%H:%M:%S")])[-20:]
+        tmp = args.out.with_name(args.out.name + ".tmp")
+        tmp.write_text(json.dumps(state), encoding="utf-8")
+        tmp.replace(args.out)
+        time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
+    state["running"] = False
+    args.out.write_text(json.dumps(state), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
