@@ -11,6 +11,7 @@ from ansible_collections.slipway.cluster.plugins.module_utils._host_checks impor
     DEFAULT_OPTIONS,
     check_hosts,
     node_summary,
+    unanswered,
 )
 from ansible_collections.slipway.cluster.plugins.module_utils._model import format_problems
 
@@ -39,11 +40,16 @@ class ActionModule(ActionBase):
         checked = set(args["hosts"] if args["hosts"] is not None else model["nodes"])
         in_scope = {**model, "nodes": {name: node for name, node in model["nodes"].items() if name in checked}}
         facts = {}
+        reasons = {}
         for host in in_scope["nodes"]:
             registered = hostvars[host].get(args["facts_var"]) if host in hostvars else None
             if isinstance(registered, dict) and not registered.get("failed") and "node_facts" in registered:
                 facts[host] = registered["node_facts"]
-        problems, warnings = check_hosts(in_scope, facts, args["options"])
+            elif isinstance(registered, dict):
+                # Unreachable (ignore_unreachable) or failed (failed_when: false): Ansible's own reason.
+                reasons[host] = unanswered(host, registered.get("msg") or registered.get("module_stderr"),
+                                           bool(registered.get("unreachable")))
+        problems, warnings = check_hosts(in_scope, facts, args["options"], reasons)
         result["warnings_found"] = [str(w) for w in warnings]
         for warning in warnings:
             self._display.warning(str(warning))

@@ -159,17 +159,32 @@ def _check_time(host: str, facts: Mapping[str, Any], out: list[Problem]) -> None
     ))
 
 
+def unanswered(host: str, reason: str | None, unreachable: bool) -> Problem:
+    """The problem of a host whose facts could not be read, with Ansible's reason."""
+    reason = " ".join(str(reason or "").split()) or "no reason given"
+    # ansible-core 2.19 prefixes the connection's message with this.
+    reason = reason[len("Task failed: "):] if reason.startswith("Task failed: ") else reason
+    if unreachable:
+        return Problem(f"host {host}", f"is unreachable: {reason}; check its address, port, user and key, then rerun")
+    return Problem(f"host {host}", f"could not be read: {reason}; fix it and rerun")
+
+
 def check_hosts(
     model: Mapping[str, Any], facts_by_host: Mapping[str, Mapping[str, Any] | None], options: Mapping[str, Any] | None = None,
+    unanswered_hosts: Mapping[str, Problem] | None = None,
 ) -> tuple[list[Problem], list[Problem]]:
-    """Check every node of the model against the facts read from it; return (problems, warnings)."""
+    """Check every node of the model against the facts read from it; return (problems, warnings).
+
+    ``unanswered_hosts``: the problem to report for a host without facts (see ``unanswered``), by host.
+    """
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     problems: list[Problem] = []
     warnings: list[Problem] = []
     for host, node in model["nodes"].items():
         facts = facts_by_host.get(host)
         if not facts:
-            problems.append(Problem(f"host {host}", "could not be checked (unreachable or failed); fix the connection and rerun"))
+            problems.append((unanswered_hosts or {}).get(host) or Problem(
+                f"host {host}", "could not be checked (unreachable or failed); fix the connection and rerun"))
             continue
         _check_os(host, facts, opts, problems)
         _check_size(host, node, facts, opts, problems)

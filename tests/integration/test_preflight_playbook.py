@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from conftest import ROOT, run
+from conftest import ROOT, VENV_BIN, run
 
 BAD_INVENTORY = textwrap.dedent("""\
     all:
@@ -34,7 +34,6 @@ EXPECTED = [
     "slipway_kubernetes_version: 1.20 is not supported",
     "slipway_lb_mode: unknown value 'nginx'",
     "slipway_cni: unknown value 'weave'",
-    "group kube_control_plane: etcd would have 2 members",
     "slipway_pod_cidr: 127.0.0.0/16 overlaps slipway_service_cidr 127.0.128.0/17",
     "slipway_pod_cidr: 127.0.0.0/16 contains the address of host cp1 (127.0.0.11), cp2 (127.0.0.11)",
 ]
@@ -76,7 +75,7 @@ def test_the_sample_inventory_is_valid(tmp_path, tool):
     assert "cp1,cp2,cp3 198.51.100.22 127.0.0.1:8443" in result.stdout
 
 
-def test_external_etcd_with_an_even_member_count_stops_before_any_connection(tmp_path, tool):
+def test_external_etcd_without_members_stops_before_any_connection(tmp_path, tool):
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(textwrap.dedent("""\
         all:
@@ -86,16 +85,40 @@ def test_external_etcd_with_an_even_member_count_stops_before_any_connection(tmp
             slipway_etcd_mode: external
           hosts:
             cp1: {ansible_host: 192.0.2.11}
-            e1: {ansible_host: 192.0.2.21}
-            e2: {ansible_host: 192.0.2.22}
           children:
             kube_control_plane: {hosts: {cp1: {}}}
-            etcd: {hosts: {e1: {}, e2: {}}}
             k8s_cluster: {children: {kube_control_plane: {}}}
         """))
     result = run([tool("ansible-playbook"), "-i", str(inventory), str(ROOT / "site.yml")])
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert "group etcd: etcd would have 2 members" in output
+    assert "group etcd: slipway_etcd_mode is external but the etcd group has no host" in output
     assert "UNREACHABLE" not in output
+    assert "Prepare the operating system" not in output
+
+
+def test_an_unreachable_host_is_reported_with_the_problems_of_the_hosts_that_answered(tmp_path, tool):
+    # cp1 is dead (nothing listens on port 1); w1 answers (the controller itself) but has the wrong ip.
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(textwrap.dedent(f"""\
+        all:
+          hosts:
+            cp1: {{ansible_host: 127.0.0.1, ansible_port: 1, ansible_connection: ssh}}
+            w1:
+              ansible_host: 127.0.0.2
+              ip: 192.0.2.50
+              ansible_connection: local
+              ansible_python_interpreter: {VENV_BIN / "python"}
+          children:
+            kube_control_plane: {{hosts: {{cp1: {{}}}}}}
+            kube_node: {{hosts: {{w1: {{}}}}}}
+            k8s_cluster: {{children: {{kube_control_plane: {{}}, kube_node: {{}}}}}}
+        """))
+    result = run([tool("ansible-playbook"), "-i", str(inventory), str(ROOT / "site.yml")])
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "The hosts have" in output and "nothing was changed on any host" in output, output
+    assert "host cp1: is unreachable: Failed to connect to the host via ssh" in output, output
+    assert "port 1: Connection refused" in output
+    assert "host w1: ip 192.0.2.50 is not an address of this host" in output, output
     assert "Prepare the operating system" not in output

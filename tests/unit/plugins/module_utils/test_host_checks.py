@@ -5,7 +5,7 @@ import copy
 
 import pytest
 
-from ansible_collections.slipway.cluster.plugins.module_utils._host_checks import check_hosts, node_summary, ports_for
+from ansible_collections.slipway.cluster.plugins.module_utils._host_checks import check_hosts, node_summary, ports_for, unanswered
 from ansible_collections.slipway.cluster.plugins.module_utils._model import build_model
 
 GROUPS = {"kube_control_plane": ["cp1"], "kube_node": ["w1"], "loadbalancer": ["lb1"]}
@@ -203,3 +203,19 @@ def test_missing_kernel_module_is_a_problem_available_is_not(model):
     problems = run(model, w1={"kernel_modules": modules}, lb1={"kernel_modules": modules})[0]
     assert problems == ["host w1: kernel module br_netfilter is neither built in nor installed; install the kernel's "
                         "extra modules package (e.g. linux-modules-extra-$(uname -r)) or boot a kernel that has it"]
+
+
+def test_unreachable_host_is_reported_with_ansibles_reason_beside_the_other_problems(model):
+    reason = unanswered("w1", "Failed to connect to the host via ssh: ssh: connect to host 10.0.0.21 port 1:\n Connection refused",
+                        unreachable=True)
+    problems, dummy = check_hosts(model, {**all_facts(w1=None, cp1={"cpus": 1})}, None, {"w1": reason})
+    found = [str(p) for p in problems]
+    assert ("host w1: is unreachable: Failed to connect to the host via ssh: ssh: connect to host 10.0.0.21 port 1: "
+            "Connection refused; check its address, port, user and key, then rerun") in found
+    assert any(p.startswith("host cp1: has 1 CPU(s)") for p in found)
+
+
+def test_a_host_whose_read_failed_is_named_with_the_error():
+    assert str(unanswered("w1", "python3: not found", unreachable=False)) == (
+        "host w1: could not be read: python3: not found; fix it and rerun")
+    assert str(unanswered("w1", None, unreachable=False)) == "host w1: could not be read: no reason given; fix it and rerun"
