@@ -41,7 +41,7 @@ options:
     type: list
     elements: str
     default: []
-    version_added: 0.2.0
+    version_added: 0.1.0
 attributes:
   action:
     support: full
