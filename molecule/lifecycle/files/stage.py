@@ -57,7 +57,7 @@ def main() -> int:
     for extra in args.extra:
         argv += ["-e", extra]
     started = time.monotonic()
-    proc = subprocess.run(argv, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.run(argv, cwd=ROOT, text=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"}, check=False)
     took = round(time.monotonic() - started, 1)
     args.log.parent.mkdir(parents=True, exist_ok=True)
