@@ -22,12 +22,10 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.slipway.cluster.plugins.module_utils import _cluster_configuration as cc
 from ansible_collections.slipway.cluster.plugins.module_utils._k8s import (
     AUTH_ARG_SPEC,
-    HAS_K8S,
-    K8S_IMPORT_ERROR,
     RESOURCE_ARG_SPEC,
     ClusterConfigurationApi,
     K8sError,
-    build_api_client,
+    api_client_or_fail,
 )
 
 YAML_IMPORT_ERROR = None
@@ -80,12 +78,7 @@ COMPONENT_STATUS_ARGS = dict(
 
 def connect(module) -> ClusterConfigurationApi:
     """The API for the module's ClusterConfiguration; fails the module when that cannot be."""
-    if not HAS_K8S:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=K8S_IMPORT_ERROR)
-    try:
-        api_client = build_api_client(module.params)
-    except K8sError as exc:
-        module.fail_json(msg=exc.msg)
+    api_client = api_client_or_fail(module)
     return ClusterConfigurationApi(api_client, name=module.params["name"], namespace=module.params["namespace"])
 
 

@@ -19,14 +19,10 @@ import time
 from typing import Any
 from urllib.parse import quote
 
-from ansible.module_utils.basic import missing_required_lib
-
 from ansible_collections.slipway.cluster.plugins.module_utils import _drain as drain
 # _k8s's private helpers too: the dynamic client without discovery, answers kept as plain data.
 from ansible_collections.slipway.cluster.plugins.module_utils._k8s import (
     AUTH_ARG_SPEC,
-    HAS_K8S,
-    K8S_IMPORT_ERROR,
     MERGE_PATCH,
     DynamicApiError,
     K8sError,
@@ -34,7 +30,7 @@ from ansible_collections.slipway.cluster.plugins.module_utils._k8s import (
     _body_text,
     _NoDiscovery,
     _plain,
-    build_api_client,
+    api_client_or_fail,
 )
 
 try:
@@ -165,13 +161,7 @@ class NodeApi:
 
 def connect(module) -> NodeApi:
     """The API for the module's connection options; fails the module when that cannot be."""
-    if not HAS_K8S:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=K8S_IMPORT_ERROR)
-    try:
-        api_client = build_api_client(module.params)
-    except K8sError as exc:
-        module.fail_json(msg=exc.msg)
-    return NodeApi(api_client)
+    return NodeApi(api_client_or_fail(module))
 
 
 class NodeDrainer:

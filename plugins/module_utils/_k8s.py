@@ -20,7 +20,7 @@ import json
 import traceback
 from typing import Any
 
-from ansible.module_utils.basic import env_fallback
+from ansible.module_utils.basic import env_fallback, missing_required_lib
 
 from ansible_collections.slipway.cluster.plugins.module_utils._cluster_configuration import (
     DEFAULT_NAME,
@@ -101,6 +101,17 @@ class _NoDiscovery:
 
 def _plain(dummy_client, data):
     return data
+
+
+def api_client_or_fail(module) -> Any:
+    """The ApiClient for a module's connection options; fails the module when there cannot be one."""
+    if not HAS_K8S:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=K8S_IMPORT_ERROR)
+    try:
+        return build_api_client(module.params)
+    except K8sError as exc:
+        module.fail_json(msg=exc.msg)
+    return None  # not reached: fail_json exits
 
 
 def build_api_client(params: "dict[str, Any]"):

@@ -196,7 +196,7 @@ def test_missing_namespace(monkeypatch):
 
 def test_missing_kubernetes_library_fails_with_the_usual_message(monkeypatch):
     run_module = Runner(monkeypatch, FakeApiServer(), keep_connect=True)
-    monkeypatch.setattr(runner, "HAS_K8S", False)
+    monkeypatch.setattr(_k8s, "HAS_K8S", False)
     kind, result = run_module.run(cluster_configuration, {"spec": {}})
     assert kind == "fail"
     assert "Failed to import the required Python library (kubernetes)" in result["msg"]
@@ -215,8 +215,8 @@ def test_connection_options_come_from_kubernetes_core_environment_variables(monk
         assert api_client == "api-client"
         return _k8s.ClusterConfigurationApi(requester=server, name=name, namespace=namespace)
 
-    monkeypatch.setattr(runner, "HAS_K8S", True)
-    monkeypatch.setattr(runner, "build_api_client", build)
+    monkeypatch.setattr(_k8s, "HAS_K8S", True)
+    monkeypatch.setattr(_k8s, "build_api_client", build)
     monkeypatch.setattr(runner, "ClusterConfigurationApi", api)
     monkeypatch.setenv("K8S_AUTH_KUBECONFIG", "/etc/kubernetes/admin.conf")
     monkeypatch.setenv("K8S_AUTH_CONTEXT", "lab")
@@ -231,10 +231,10 @@ def test_connection_errors_fail_the_module(monkeypatch):
     run_module = Runner(monkeypatch, FakeApiServer(), keep_connect=True)
 
     def build(params):
-        raise runner.K8sError("cannot load the Kubernetes client configuration: no kubeconfig")
+        raise _k8s.K8sError("cannot load the Kubernetes client configuration: no kubeconfig")
 
-    monkeypatch.setattr(runner, "HAS_K8S", True)
-    monkeypatch.setattr(runner, "build_api_client", build)
+    monkeypatch.setattr(_k8s, "HAS_K8S", True)
+    monkeypatch.setattr(_k8s, "build_api_client", build)
     kind, result = run_module.run(cluster_configuration, {"spec": {}})
     assert kind == "fail"
     assert result["msg"].startswith("cannot load the Kubernetes client configuration")
