@@ -9,10 +9,15 @@ import os
 
 import yaml
 
+from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY
 from ansible_collections.slipway.cluster.plugins.module_utils._model import (
     DEFAULT_SETTINGS,
+    OWN_PREFIXES,
+    OWN_VARIABLES,
+    ROLE_DEFAULTS,
     ModelError,
     build_model,
     format_problems,
@@ -21,6 +26,7 @@ from ansible_collections.slipway.cluster.plugins.module_utils._model import (
 ARGUMENT_SPEC = {
     "settings": {"type": "dict", "default": {}},
     "exclude": {"type": "list", "elements": "str", "default": []},
+    "as_fact": {"type": "bool", "default": True},
 }
 
 
@@ -52,11 +58,24 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
 
+    def _value(self, value):
+        """The templated value; a template that cannot be rendered here (kubespray's use filters and
+        variables of its own) is kept as written, so it is still named if it is not ours."""
+        try:
+            return self._templar.template(value)
+        except AnsibleError:
+            return value
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         validation = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[0]
-        settings = {key: self._templar.template(task_vars[key]) for key in DEFAULT_SETTINGS if key in task_vars}
+        settings = {}
+        for key in task_vars:
+            if key in OWN_VARIABLES or key.startswith(OWN_PREFIXES):
+                continue
+            if key.startswith("slipway_") or key in ROLE_DEFAULTS or key in KUBESPRAY:
+                settings[key] = self._value(task_vars[key])
         settings.update(validation.validated_parameters["settings"])
         bundle_dir = settings.get("slipway_artifacts_bundle_dir")
         if bundle_dir and not os.path.isabs(bundle_dir):
@@ -67,13 +86,14 @@ class ActionModule(ActionBase):
         wanted = set()
         for group in ("kube_control_plane", "kube_node", "etcd", "loadbalancer"):
             wanted.update(groups.get(group) or [])
-        host_settings = {
-            host: {key: hostvars[host].get(key) for key in HOST_VARIABLES if hostvars[host].get(key) is not None}
-            for host in wanted
-        }
+        host_settings = {}
+        for host in wanted:
+            # One lookup per host: each hostvars[host] computes all of that host's variables.
+            variables = hostvars[host]
+            host_settings[host] = {key: variables.get(key) for key in HOST_VARIABLES if variables.get(key) is not None}
         try:
             model = build_model(groups, host_settings, settings, bundle=LocalBundle(),
-                                exclude=validation.validated_parameters["exclude"])
+                                exclude=validation.validated_parameters["exclude"], check_k8s_cluster=True)
         except ModelError as err:
             result["failed"] = True
             result["msg"] = format_problems(
@@ -82,7 +102,14 @@ class ActionModule(ActionBase):
             )
             return result
         result["changed"] = False
-        result["ansible_facts"] = {"slipway_cluster": model}
+        if validation.validated_parameters["as_fact"]:
+            result["ansible_facts"] = {"slipway_cluster": model}
+        else:
+            result["model"] = model
+        if model["kubespray_ignored"]:
+            self._display.display(
+                "kubespray settings not read, as slipway.cluster does the same already: " + ", ".join(model["kubespray_ignored"]),
+                color=None)
         for warning in model["warnings"]:
             self._display.warning(warning)
         return result

@@ -9,6 +9,7 @@ input is a unit test.
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import re
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ GROUP_CONTROL_PLANE = "kube_control_plane"
 GROUP_NODE = "kube_node"
 GROUP_ETCD = "etcd"
 GROUP_LB = "loadbalancer"
+GROUP_K8S_CLUSTER = "k8s_cluster"
 
 # Kubernetes node names are RFC 1123 DNS subdomains.
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -49,6 +51,32 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "slipway_artifacts_registry_mirror": "",
     "slipway_kubesphere_enabled": False,
 }
+
+# slipway_* names that are ours but not settings of the model: the model's own fact, and the lab's
+# variables (lab/lab.py writes slipway_lab_cluster, slipway_lab_subnet, slipway_lab_vip).
+OWN_VARIABLES = ("slipway_cluster",)
+OWN_PREFIXES = ("slipway_lab_",)
+
+# Role variables the model checks before any contact, with the roles' defaults (a unit test keeps
+# them equal to the roles' defaults/main.yml and argument specs). The roles read the same variables.
+ROLE_DEFAULTS: dict[str, Any] = {
+    "control_plane_kube_proxy_mode": "iptables",
+    "control_plane_kube_proxy_conntrack_max_per_core": "auto",
+    "control_plane_coredns_upstreams": ["/etc/resolv.conf"],
+    "control_plane_cert_sans": [],
+    "loadbalancer_haproxy_health_port": 8404,
+    "loadbalancer_keepalived_virtual_router_id": 0,
+    "loadbalancer_keepalived_auth_pass": "",
+    "cni_flannel_backend": "vxlan",
+    "cni_manifest_src": "",
+    "containerd_registry_mirrors": {},
+    "containerd_insecure_registries": [],
+    "containerd_registry_auths": {},
+    "kubesphere_cluster_configuration": {},
+    "kubesphere_cluster_configuration_merge_type": "merge",
+}
+KUBE_PROXY_MODES = ("iptables", "nftables", "ipvs")
+FLANNEL_BACKENDS = ("vxlan", "host-gw", "wireguard", "udp", "ipip")
 
 
 @dataclass(frozen=True)
@@ -358,19 +386,143 @@ def _artifacts(col: _Collector, settings: Mapping[str, Any], source: str, versio
     return result
 
 
+def _check_setting_names(col: _Collector, settings: Mapping[str, Any]) -> None:
+    """Every slipway_* variable is a setting (or the lab's own); a misspelt one names the nearest."""
+    # Compared without the common prefix, which would make every name look alike.
+    known = {name[len("slipway_"):]: name for name in DEFAULT_SETTINGS}
+    for name in sorted(settings):
+        if not name.startswith("slipway_") or name in DEFAULT_SETTINGS or name in OWN_VARIABLES or name.startswith(OWN_PREFIXES):
+            continue
+        close = difflib.get_close_matches(name[len("slipway_"):], list(known), n=1, cutoff=0.6)
+        hint = f"did you mean {known[close[0]]}?" if close else "the settings are listed in docs/preflight.md"
+        col.error(name, f"is not a setting of slipway.cluster; {hint}")
+
+
+def _int(col: _Collector, var: str, value: Any, low: int, high: int, expected: str) -> int | None:
+    """A whole number from low to high; a number written as a string (-e, INI files) is a number."""
+    if isinstance(value, bool):
+        value = None
+    try:
+        number = int(str(value).strip())
+    except (TypeError, ValueError):
+        number = None
+    if number is None or not low <= number <= high:
+        col.error(var, f"'{value}' is not {expected}")
+        return None
+    return number
+
+
+_URL = re.compile(r"^https?://[^\s/:]+(:\d{1,5})?(/\S*)?$")
+
+
+def _check_url(col: _Collector, var: str, value: Any, example: str) -> None:
+    if not isinstance(value, str) or not _URL.match(value.strip()):
+        col.error(var, f"'{value}' is not an http:// or https:// URL; set it like {example}")
+
+
+def _check_registries(col: _Collector, role: Mapping[str, Any]) -> None:
+    mirrors = role["containerd_registry_mirrors"]
+    if not isinstance(mirrors, Mapping):
+        col.error("containerd_registry_mirrors", f"'{mirrors}' is not a mapping; set it like "
+                  "{{docker.io: [https://mirror.example:5000]}}")
+    else:
+        for registry, urls in mirrors.items():
+            var = f"containerd_registry_mirrors[{registry}]"
+            if not isinstance(urls, list) or not urls:
+                col.error(var, f"'{urls}' is not a list of mirror URLs; set it like [https://mirror.example:5000]")
+                continue
+            for url in urls:
+                _check_url(col, var, url, "https://mirror.example:5000")
+    insecure = role["containerd_insecure_registries"]
+    if not isinstance(insecure, list) or not all(isinstance(item, str) and item.strip() for item in insecure):
+        col.error("containerd_insecure_registries", f"'{insecure}' is not a list of registry hosts (host[:port])")
+    auths = role["containerd_registry_auths"]
+    if not isinstance(auths, Mapping) or not all(
+            isinstance(auth, Mapping) and {"username", "password"} <= set(auth) for auth in auths.values()):
+        # Never the value: it holds passwords.
+        col.error("containerd_registry_auths", "is not a mapping of registry host to {username: ..., password: ...}")
+
+
+def _check_roles(col: _Collector, role: Mapping[str, Any], lb_mode: str, cni: str, kubesphere: bool,
+                 endpoint: Mapping[str, Any], control_planes: list[str]) -> None:
+    """The role variables whose mistakes the roles would otherwise find only after hosts changed."""
+    if role["control_plane_kube_proxy_mode"] not in KUBE_PROXY_MODES:
+        col.error("control_plane_kube_proxy_mode", f"unknown value '{role['control_plane_kube_proxy_mode']}'; "
+                  f"set one of: {', '.join(KUBE_PROXY_MODES)}")
+    conntrack = role["control_plane_kube_proxy_conntrack_max_per_core"]
+    if str(conntrack).strip() != "auto":
+        _int(col, "control_plane_kube_proxy_conntrack_max_per_core", conntrack, 0, 2**31 - 1,
+             "auto or a number (0 leaves nf_conntrack_max alone)")
+    if cni == "flannel" and role["cni_flannel_backend"] not in FLANNEL_BACKENDS:
+        col.error("cni_flannel_backend", f"unknown value '{role['cni_flannel_backend']}'; set one of: {', '.join(FLANNEL_BACKENDS)}")
+    if cni in ("calico", "cilium") and not str(role["cni_manifest_src"] or "").strip():
+        col.error("cni_manifest_src", f"slipway_cni is {cni}: set it to the upstream manifest of the release you want, a "
+                  "file on the controller (calico: calico.yaml of the release; cilium: the output of `helm template "
+                  "cilium cilium/cilium --namespace kube-system`)")
+    lb_port, api_port = endpoint.get("lb_port"), endpoint.get("apiserver_port")
+    lb_hosts = endpoint.get("lb_hosts") or []
+    beside_apiserver = lb_mode == "local_haproxy" or (lb_mode == "vip" and set(lb_hosts) & set(control_planes))
+    if lb_port and api_port and lb_port == api_port and beside_apiserver:
+        col.error("slipway_lb_port", f"is {lb_port} like slipway_apiserver_port, but haproxy runs on the control planes "
+                  f"next to kube-apiserver ({lb_mode} mode): set slipway_lb_port to another port, e.g. 8443"
+                  + (", or put dedicated hosts in the loadbalancer group" if lb_mode == "vip" else ""))
+    if lb_mode in ("local_haproxy", "vip"):
+        health = _int(col, "loadbalancer_haproxy_health_port", role["loadbalancer_haproxy_health_port"], 1, 65535,
+                      "a TCP port; set a number from 1 to 65535")
+        if health is not None and health in (lb_port, api_port):
+            col.error("loadbalancer_haproxy_health_port", f"is {health}, the port of "
+                      f"{'haproxy' if health == lb_port else 'kube-apiserver'}; choose another free TCP port")
+    if lb_mode == "vip":
+        _int(col, "loadbalancer_keepalived_virtual_router_id", role["loadbalancer_keepalived_virtual_router_id"], 0, 255,
+             "a VRRP router id; set a number from 1 to 255, or 0 to derive it from the virtual IP")
+        if len(str(role["loadbalancer_keepalived_auth_pass"] or "")) > 8:
+            col.error("loadbalancer_keepalived_auth_pass", "is longer than 8 characters, and VRRP ignores the rest; "
+                      "shorten it")
+        if len(lb_hosts) > 100:
+            col.error("group loadbalancer", f"has {len(lb_hosts)} hosts; keepalived takes at most 100")
+    _check_registries(col, role)
+    configuration = role["kubesphere_cluster_configuration"]
+    merge_type = role["kubesphere_cluster_configuration_merge_type"]
+    if not isinstance(configuration, (Mapping, str)):
+        col.error("kubesphere_cluster_configuration", f"is a {type(configuration).__name__}; set a mapping (a "
+                  "ClusterConfiguration or its spec) or the path of a YAML file on the controller")
+    if merge_type not in ("merge", "replace"):
+        col.error("kubesphere_cluster_configuration_merge_type", f"unknown value '{merge_type}'; set one of: merge, replace")
+    elif kubesphere and merge_type == "replace" and not configuration:
+        col.error("kubesphere_cluster_configuration", "is empty with kubesphere_cluster_configuration_merge_type "
+                  "replace, which would empty the stored spec; give the ClusterConfiguration")
+
+
+def _check_kubespray(col: _Collector, given: Mapping[str, Any], effective: Mapping[str, Any]) -> list[str]:
+    from ansible_collections.slipway.cluster.plugins.module_utils import _kubespray as kubespray
+
+    problems, accepted = kubespray.check(given, effective)
+    for name, message in problems:
+        col.error(name, message)
+    return accepted
+
+
 def build_model(
     groups: Mapping[str, Any], hostvars: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any],
-    bundle: BundleReader | None = None, exclude: tuple[str, ...] | list[str] = (),
+    bundle: BundleReader | None = None, exclude: tuple[str, ...] | list[str] = (), check_k8s_cluster: bool = False,
 ) -> dict[str, Any]:
     """Validate the inventory and settings; return the model or raise ModelError with every problem.
 
     ``exclude``: hosts to leave out as if the inventory did not list them (the cluster as it is
     after removing them: remove_node.yml points the remaining load balancers at what is left).
+    ``check_k8s_cluster``: the group k8s_cluster must hold every control plane and node, as the
+    plays on it would otherwise run on a subset (site.yml completes it before; other playbooks do not).
     """
+    from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY
+
     col = _Collector()
     if exclude:
         groups = {name: [host for host in (members or []) if host not in exclude] for name, members in groups.items()}
-    settings = {**DEFAULT_SETTINGS, **{k: v for k, v in settings.items() if v is not None}}
+    _check_setting_names(col, settings)
+    given = {k: v for k, v in settings.items() if v is not None}
+    role = {**ROLE_DEFAULTS, **{k: v for k, v in given.items() if k in ROLE_DEFAULTS}}
+    kubespray_given = {k: v for k, v in given.items() if k in KUBESPRAY}
+    settings = {**DEFAULT_SETTINGS, **{k: v for k, v in given.items() if k in DEFAULT_SETTINGS}}
 
     control_planes = _group(groups, GROUP_CONTROL_PLANE)
     workers = _group(groups, GROUP_NODE)
@@ -380,6 +532,14 @@ def build_model(
         col.error("group kube_control_plane", "has no host; add at least one control plane host")
 
     cluster_hosts = list(dict.fromkeys(control_planes + workers))
+    if check_k8s_cluster:
+        k8s_cluster = set(_group(groups, "k8s_cluster"))
+        outside = [host for host in cluster_hosts if host not in k8s_cluster]
+        if outside:
+            col.error("group k8s_cluster", ("does not exist" if GROUP_K8S_CLUSTER not in groups else
+                                            f"lacks {', '.join(outside)}")
+                      + "; the plays on it would miss hosts: add k8s_cluster with the children kube_control_plane "
+                      "and kube_node to the inventory (site.yml adds them by itself)")
     all_hosts = list(dict.fromkeys(cluster_hosts + etcd_group + lb_group))
     _check_names(col, all_hosts)
     addresses = {h: _node_address(col, h, hostvars.get(h, {})) for h in all_hosts}
@@ -414,12 +574,23 @@ def build_model(
 
     pod = _parse_cidr(col, "slipway_pod_cidr", settings["slipway_pod_cidr"])
     service = _parse_cidr(col, "slipway_service_cidr", settings["slipway_service_cidr"])
-    node_mask = settings["slipway_node_cidr_mask_size"]
-    if isinstance(node_mask, bool) or not isinstance(node_mask, int):
-        col.error("slipway_node_cidr_mask_size", f"'{node_mask}' is not a number; set a prefix length such as 24")
-        node_mask = None
+    node_mask = _int(col, "slipway_node_cidr_mask_size", settings["slipway_node_cidr_mask_size"], 1, 128,
+                     "a prefix length; set a number such as 24")
     endpoint = _endpoint(col, lb_mode, settings, control_planes, addresses, lb_group)
     _check_networks(col, pod, service, node_mask, addresses, len(cluster_hosts), _ip(endpoint.get("vip") or ""))
+    if not _HOSTNAME.match(str(settings["slipway_dns_domain"]).lower()):
+        col.error("slipway_dns_domain", f"'{settings['slipway_dns_domain']}' is not a DNS domain; set it like cluster.local")
+    if not re.match(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", str(settings["slipway_cluster_name"])):
+        col.error("slipway_cluster_name", f"'{settings['slipway_cluster_name']}' is not a name; use letters, digits, "
+                  "'-', '_' and '.'")
+    if source == "mirror" and settings.get("slipway_artifacts_mirror_url"):
+        _check_url(col, "slipway_artifacts_mirror_url", settings["slipway_artifacts_mirror_url"], "https://files.example")
+    registry = str(settings.get("slipway_artifacts_registry_mirror") or "")
+    if registry and (not re.match(r"^[A-Za-z0-9.-]+(:\d{1,5})?(/\S*)?$", registry)):
+        col.error("slipway_artifacts_registry_mirror", f"'{registry}' is not a registry; set host[:port] without "
+                  "http://, like registry.example:5000")
+    _check_roles(col, role, lb_mode, cni, kubesphere, endpoint, control_planes)
+    accepted = _check_kubespray(col, kubespray_given, {**settings, **role})
 
     if col.problems or pod is None or service is None:
         raise ModelError(col.problems, col.warnings)
@@ -457,4 +628,6 @@ def build_model(
         "loadbalancers": endpoint["lb_hosts"],
         "nodes": nodes,
         "warnings": [str(w) for w in col.warnings],
+        # kubespray variables of the inventory that do what slipway.cluster does: not read, no harm.
+        "kubespray_ignored": accepted,
     }

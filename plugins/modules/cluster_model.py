@@ -71,9 +71,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+model:
+  description: The model, as in RV(ansible_facts.slipway_cluster).
+  returned: success and O(as_fact=false)
+  type: dict
+  version_added: 0.3.0
 ansible_facts:
   description: The model, as the fact C(slipway_cluster).
-  returned: success
+  returned: success and O(as_fact=true)
   type: dict
   contains:
     slipway_cluster:

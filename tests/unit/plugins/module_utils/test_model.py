@@ -6,6 +6,8 @@ import copy
 import pytest
 
 from ansible_collections.slipway.cluster.plugins.module_utils._model import (
+    DEFAULT_SETTINGS,
+    ROLE_DEFAULTS,
     ModelError,
     build_model,
     parse_version,
@@ -323,3 +325,141 @@ def test_every_mistake_is_reported_at_once():
                      "group etcd", "slipway_pod_cidr"):
         assert expected in wheres, found
     assert len(found) >= 8
+
+
+# Names that are not ours, types written as strings, and the role settings checked before any contact.
+
+@pytest.mark.parametrize("name,suggestion", [
+    ("slipway_kubernets_version", "did you mean slipway_kubernetes_version?"),
+    ("slipway_podcidr", "did you mean slipway_pod_cidr?"),
+    ("slipway_lb_mod", "did you mean slipway_lb_mode?"),
+    ("slipway_frobnicate", "the settings are listed in docs/preflight.md"),
+    ("slipway_kubesphere", "did you mean slipway_kubesphere_enabled?"),
+    ("slipway_artifact_source", "did you mean slipway_artifacts_source?"),
+])
+def test_an_unknown_slipway_setting_names_the_nearest_real_one(name, suggestion):
+    assert one_problem(**{name: "x"}) == f"{name}: is not a setting of slipway.cluster; {suggestion}"
+
+
+def test_the_labs_own_variables_and_the_model_fact_are_not_settings_to_check():
+    build(slipway_lab_cluster="lab", slipway_lab_subnet="10.99.0.0/24", slipway_lab_vip="10.99.0.250", slipway_cluster={})
+
+
+def test_role_variables_are_not_slipway_settings():
+    build(preflight_min_cpus_worker=1, control_plane_kube_proxy_mode="ipvs", node_join_token_ttl="15m")
+
+
+@pytest.mark.parametrize("settings", [
+    {"slipway_node_cidr_mask_size": "24"}, {"slipway_lb_port": "8443"}, {"slipway_apiserver_port": "6443"},
+    {"slipway_kubesphere_enabled": "false"}, {"loadbalancer_haproxy_health_port": "8404"},
+])
+def test_numbers_and_booleans_written_as_strings_are_numbers_and_booleans(settings):
+    build(**settings)
+
+
+def test_a_wrong_type_is_one_line_naming_the_variable_the_value_and_what_is_expected():
+    found = problems(slipway_node_cidr_mask_size="big", slipway_lb_port=[1], slipway_kubesphere_enabled="maybe")
+    assert "slipway_node_cidr_mask_size: 'big' is not a prefix length; set a number such as 24" in found
+    assert "slipway_lb_port: '[1]' is not a TCP port; set a number from 1 to 65535" in found
+    assert "slipway_kubesphere_enabled: 'maybe' is not a boolean; set true or false" in found
+    assert len(found) == 3
+
+
+@pytest.mark.parametrize("settings,expected", [
+    ({"slipway_lb_port": 6443}, "slipway_lb_port: is 6443 like slipway_apiserver_port, but haproxy runs on the "
+     "control planes next to kube-apiserver (local_haproxy mode): set slipway_lb_port to another port, e.g. 8443"),
+    ({"slipway_lb_mode": "vip", "slipway_control_plane_endpoint": "10.0.0.250", "slipway_lb_port": 6443},
+     "slipway_lb_port: is 6443 like slipway_apiserver_port"),
+    ({"slipway_lb_mode": "vip", "slipway_control_plane_endpoint": "10.0.0.250",
+      "loadbalancer_keepalived_virtual_router_id": 300},
+     "loadbalancer_keepalived_virtual_router_id: '300' is not a VRRP router id; set a number from 1 to 255, or 0 to "
+     "derive it from the virtual IP"),
+    ({"slipway_lb_mode": "vip", "slipway_control_plane_endpoint": "10.0.0.250",
+      "loadbalancer_keepalived_auth_pass": "123456789"},
+     "loadbalancer_keepalived_auth_pass: is longer than 8 characters, and VRRP ignores the rest; shorten it"),
+    ({"loadbalancer_haproxy_health_port": 8443}, "loadbalancer_haproxy_health_port: is 8443, the port of haproxy; "
+     "choose another free TCP port"),
+    ({"control_plane_kube_proxy_mode": "userspace"}, "control_plane_kube_proxy_mode: unknown value 'userspace'; set "
+     "one of: iptables, nftables, ipvs"),
+    ({"control_plane_kube_proxy_conntrack_max_per_core": "lots"},
+     "control_plane_kube_proxy_conntrack_max_per_core: 'lots' is not auto or a number"),
+    ({"cni_flannel_backend": "vxlan2"}, "cni_flannel_backend: unknown value 'vxlan2'; set one of: vxlan, host-gw, "
+     "wireguard, udp, ipip"),
+    ({"slipway_cni": "calico"}, "cni_manifest_src: slipway_cni is calico: set it to the upstream manifest"),
+    ({"containerd_registry_mirrors": ["https://m.example"]}, "containerd_registry_mirrors: '['https://m.example']' is "
+     "not a mapping"),
+    ({"containerd_registry_mirrors": {"docker.io": "https://m.example"}},
+     "containerd_registry_mirrors[docker.io]: 'https://m.example' is not a list of mirror URLs"),
+    ({"containerd_registry_mirrors": {"docker.io": ["m.example:5000"]}},
+     "containerd_registry_mirrors[docker.io]: 'm.example:5000' is not an http:// or https:// URL"),
+    ({"containerd_registry_auths": {"r.example": {"user": "u", "password": "p"}}},
+     "containerd_registry_auths: is not a mapping of registry host to {username: ..., password: ...}"),
+    ({"kubesphere_cluster_configuration": ["spec"]}, "kubesphere_cluster_configuration: is a list; set a mapping"),
+    ({"kubesphere_cluster_configuration_merge_type": "patch"},
+     "kubesphere_cluster_configuration_merge_type: unknown value 'patch'; set one of: merge, replace"),
+    ({"slipway_artifacts_source": "mirror", "slipway_artifacts_mirror_url": "files.example"},
+     "slipway_artifacts_mirror_url: 'files.example' is not an http:// or https:// URL"),
+    ({"slipway_artifacts_registry_mirror": "https://registry.example"},
+     "slipway_artifacts_registry_mirror: 'https://registry.example' is not a registry; set host[:port] without http://"),
+    ({"slipway_dns_domain": "cluster_local"}, "slipway_dns_domain: 'cluster_local' is not a DNS domain"),
+])
+def test_role_settings_a_later_role_would_refuse_are_in_the_one_list(settings, expected):
+    found = one_problem(**settings)
+    assert found.startswith(expected), found
+
+
+def test_a_vip_on_dedicated_load_balancers_may_share_the_api_servers_port():
+    groups = {**GOOD_GROUPS, "loadbalancer": ["lb1"]}
+    build(groups, None, slipway_lb_mode="vip", slipway_control_plane_endpoint="10.0.0.250", slipway_lb_port=6443)
+
+
+def test_kubespray_settings_are_checked_with_the_rest():
+    found = problems(kube_version="v1.36.2", slipway_lb_mod="vip", kube_proxy_mode="iptables")
+    assert found[0].startswith("slipway_lb_mod: is not a setting of slipway.cluster")
+    assert found[1].startswith("kube_version: 'v1.36.2' is kubespray's and is not read")
+    assert len(found) == 2
+    assert build(kube_proxy_mode="iptables", kube_pods_subnet="10.233.64.0/18")["kubespray_ignored"] == [
+        "kube_pods_subnet", "kube_proxy_mode"]
+
+
+def test_a_missing_or_partial_k8s_cluster_group_is_named():
+    assert one_problem_k8s({**GOOD_GROUPS}) == (
+        "group k8s_cluster: does not exist; the plays on it would miss hosts: add k8s_cluster with the children "
+        "kube_control_plane and kube_node to the inventory (site.yml adds them by itself)")
+    assert one_problem_k8s({**GOOD_GROUPS, "k8s_cluster": ["cp1", "cp2", "cp3"]}).startswith(
+        "group k8s_cluster: lacks w1, w2;")
+    build_model({**GOOD_GROUPS, "k8s_cluster": ["cp1", "cp2", "cp3", "w1", "w2"]}, GOOD_HOSTVARS, {}, check_k8s_cluster=True)
+
+
+def one_problem_k8s(groups):
+    with pytest.raises(ModelError) as err:
+        build_model(groups, GOOD_HOSTVARS, {}, check_k8s_cluster=True)
+    assert len(err.value.problems) == 1, err.value.problems
+    return str(err.value.problems[0])
+
+
+# One authority: the defaults the model checks with are the ones the roles document and use.
+COLLECTION = __file__.split("/tests/unit/")[0]
+ROLE_OF = {"control_plane_": "control_plane", "loadbalancer_": "loadbalancer", "cni_": "cni", "containerd_": "containerd",
+           "kubesphere_": "kubesphere"}
+
+
+def _yaml(path):
+    import yaml
+
+    with open(f"{COLLECTION}/{path}", encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+@pytest.mark.parametrize("name", sorted(ROLE_DEFAULTS))
+def test_the_models_role_defaults_equal_the_roles_defaults_and_argument_specs(name):
+    role = next(role for prefix, role in ROLE_OF.items() if name.startswith(prefix))
+    assert _yaml(f"roles/{role}/defaults/main.yml")[name] == ROLE_DEFAULTS[name]
+    assert _yaml(f"roles/{role}/meta/argument_specs.yml")["argument_specs"]["main"]["options"][name]["default"] == ROLE_DEFAULTS[name]
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULT_SETTINGS))
+def test_the_preflight_argument_spec_documents_every_setting_with_the_models_default(name):
+    options = _yaml("roles/preflight/meta/argument_specs.yml")["argument_specs"]["main"]["options"]
+    assert name in options
+    assert options[name]["default"] == DEFAULT_SETTINGS[name]
