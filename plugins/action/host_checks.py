@@ -20,6 +20,7 @@ ARGUMENT_SPEC = {
     "facts_var": {"type": "str", "required": True},
     "options": {"type": "dict", "default": {}},
     "hosts": {"type": "list", "elements": "str"},
+    "as_fact": {"type": "bool", "default": True},
 }
 
 
@@ -64,5 +65,9 @@ class ActionModule(ActionBase):
             for name, node in model["nodes"].items()
         }
         result["changed"] = False
-        result["ansible_facts"] = {"slipway_cluster": {**model, "nodes": nodes, "warnings": model["warnings"] + result["warnings_found"]}}
+        completed = {**model, "nodes": nodes, "warnings": model["warnings"] + result["warnings_found"]}
+        if args["as_fact"]:
+            result["ansible_facts"] = {"slipway_cluster": completed}
+        else:
+            result["model"] = completed
         return result

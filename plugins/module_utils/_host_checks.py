@@ -34,6 +34,26 @@ DEFAULT_OPTIONS: dict[str, Any] = {
 }
 
 
+def options_from(given: Mapping[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
+    """The options with their types (numbers and booleans written as strings count), and one problem per wrong one."""
+    options = dict(DEFAULT_OPTIONS)
+    problems = []
+    for key, value in given.items():
+        default = DEFAULT_OPTIONS[key]
+        text = str(value).strip().lower()
+        if isinstance(default, bool):
+            if isinstance(value, bool) or text in ("true", "false", "yes", "no", "on", "off", "1", "0"):
+                options[key] = value if isinstance(value, bool) else text in ("true", "yes", "on", "1")
+                continue
+            problems.append(Problem(f"preflight_{key}", f"'{value}' is not a boolean; set true or false"))
+        else:
+            if not isinstance(value, bool) and text.isdigit():
+                options[key] = int(text)
+                continue
+            problems.append(Problem(f"preflight_{key}", f"'{value}' is not a number; set a whole number such as {default}"))
+    return options, problems
+
+
 def ports_for(model: Mapping[str, Any], node: Mapping[str, Any]) -> list[tuple[str, int]]:
     """The (bind address, TCP port) pairs this node's cluster roles will listen on."""
     roles = node["roles"]
@@ -177,9 +197,10 @@ def check_hosts(
 
     ``unanswered_hosts``: the problem to report for a host without facts (see ``unanswered``), by host.
     """
-    opts = {**DEFAULT_OPTIONS, **(options or {})}
-    problems: list[Problem] = []
+    opts, problems = options_from(options or {})
     warnings: list[Problem] = []
+    if problems:
+        return problems, warnings
     for host, node in model["nodes"].items():
         facts = facts_by_host.get(host)
         if not facts:

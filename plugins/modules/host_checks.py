@@ -44,6 +44,14 @@ options:
         C(check_ports) (true), C(allow_unsupported_os) (false).
     type: dict
     default: {}
+  as_fact:
+    description:
+      - Return the completed model as the fact C(slipway_cluster) (V(true)), or as RV(model) (V(false)) for the
+        caller to register and hand on with M(ansible.builtin.set_fact), which Ansible does not clean on every
+        host for every task (see M(slipway.cluster.cluster_model)).
+    type: bool
+    default: true
+    version_added: 0.3.0
 attributes:
   action:
     support: full
@@ -74,10 +82,15 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+model:
+  description: The completed model, as in RV(ansible_facts.slipway_cluster).
+  returned: success and O(as_fact=false)
+  type: dict
+  version_added: 0.3.0
 ansible_facts:
   description: The model with a C(facts) entry per node (C(os), C(os_version), C(arch), C(cgroup_version),
     C(container), C(cap_sys_resource), C(swap_mb), C(kernel_modules)).
-  returned: success
+  returned: success and O(as_fact=true)
   type: dict
   sample: {slipway_cluster: {nodes: {cp1: {facts: {cgroup_version: 2, cap_sys_resource: true}}}}}
 warnings_found:

@@ -17,6 +17,10 @@ BAD_INVENTORY = textwrap.dedent("""\
         slipway_pod_cidr: 127.0.0.0/16
         slipway_service_cidr: 127.0.128.0/17
         slipway_cni: weave
+        slipway_kubernets_version: "1.37.1"
+        kube_proxy_mode: ipvs
+        cni_flannel_backend: vxlan2
+        control_plane_kube_proxy_conntrack_max_per_core: lots
       hosts:
         cp1: {ansible_host: 127.0.0.11}
         cp2: {ansible_host: 127.0.0.11}
@@ -36,6 +40,9 @@ EXPECTED = [
     "slipway_cni: unknown value 'weave'",
     "slipway_pod_cidr: 127.0.0.0/16 overlaps slipway_service_cidr 127.0.128.0/17",
     "slipway_pod_cidr: 127.0.0.0/16 contains the address of host cp1 (127.0.0.11), cp2 (127.0.0.11)",
+    "slipway_kubernets_version: is not a setting of slipway.cluster; did you mean slipway_kubernetes_version?",
+    "kube_proxy_mode: 'ipvs' is kubespray's and is not read; slipway.cluster reads control_plane_kube_proxy_mode",
+    "control_plane_kube_proxy_conntrack_max_per_core: 'lots' is not auto or a number",
 ]
 
 
@@ -52,6 +59,8 @@ def test_every_mistake_is_listed_before_any_connection(tmp_path, tool):
     assert "unreachable=1" not in output and "ok=0" not in output.split("PLAY RECAP")[-1].split("cp1")[0]
     # The run stopped in the first play: no OS preparation task was even started.
     assert "Prepare the operating system" not in output
+    # flannel's backend is checked only with flannel: weave is not flannel.
+    assert "cni_flannel_backend" not in output
 
 
 def test_the_sample_inventory_is_valid(tmp_path, tool):
@@ -122,3 +131,94 @@ def test_an_unreachable_host_is_reported_with_the_problems_of_the_hosts_that_ans
     assert "port 1: Connection refused" in output
     assert "host w1: ip 192.0.2.50 is not an address of this host" in output, output
     assert "Prepare the operating system" not in output
+
+
+def stopped_before_contact(result) -> str:
+    """The run failed, and no host was connected to (no fact read, no OS preparation)."""
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "UNREACHABLE" not in output, output
+    assert "Read each node's facts" not in output, output
+    assert "Prepare the operating system" not in output, output
+    return output
+
+
+GOOD_INVENTORY = textwrap.dedent("""\
+    all:
+      vars:
+        ansible_port: 1
+        ansible_connection: ssh
+      hosts:
+        cp1: {ansible_host: 192.0.2.11}
+        w1: {ansible_host: 192.0.2.21}
+      children:
+        kube_control_plane: {hosts: {cp1: {}}}
+        kube_node: {hosts: {w1: {}}}
+        k8s_cluster: {children: {kube_control_plane: {}, kube_node: {}}}
+    """)
+
+
+def site(tmp_path, tool, *extra, inventory_text=GOOD_INVENTORY):
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(inventory_text)
+    return run([tool("ansible-playbook"), "-i", str(inventory), str(ROOT / "site.yml"), *extra])
+
+
+def test_a_misspelt_setting_names_the_nearest_one_and_a_number_from_e_is_a_number(tmp_path, tool):
+    output = stopped_before_contact(site(tmp_path, tool, "-e", "slipway_lb_prot=9443", "-e", "slipway_node_cidr_mask_size=24",
+                                         "-e", "slipway_lab_vip=192.0.2.99"))
+    assert "The inventory has 1 problem(s)" in output, output
+    assert "slipway_lb_prot: is not a setting of slipway.cluster; did you mean slipway_lb_port?" in output
+
+
+def test_a_wrong_type_is_one_line_of_the_list_not_an_argument_spec_dump(tmp_path, tool):
+    output = stopped_before_contact(site(tmp_path, tool, "-e", "slipway_node_cidr_mask_size=big",
+                                         "-e", "slipway_kubesphere_enabled=maybe"))
+    assert "The inventory has 2 problem(s)" in output, output
+    assert "slipway_node_cidr_mask_size: 'big' is not a prefix length; set a number such as 24" in output
+    assert "slipway_kubesphere_enabled: 'maybe' is not a boolean; set true or false" in output
+    assert "argument spec" not in output.lower().replace("validating arguments against arg spec", "")
+
+
+def test_settings_a_later_role_would_refuse_stop_the_run_before_contact(tmp_path, tool):
+    output = stopped_before_contact(site(
+        tmp_path, tool, "-e", "slipway_lb_port=6443", "-e", "cni_flannel_backend=gre",
+        "-e", '{"containerd_registry_mirrors": {"docker.io": ["mirror.example:5000"]}}',
+        "-e", "kubesphere_cluster_configuration_merge_type=patch"))
+    assert "The inventory has 4 problem(s)" in output, output
+    for expected in ("slipway_lb_port: is 6443 like slipway_apiserver_port",
+                     "cni_flannel_backend: unknown value 'gre'",
+                     "containerd_registry_mirrors[docker.io]: 'mirror.example:5000' is not an http:// or https:// URL",
+                     "kubesphere_cluster_configuration_merge_type: unknown value 'patch'"):
+        assert expected in output, expected
+
+
+def test_kubesprays_sample_inventory_stops_naming_every_setting_that_would_differ(tool):
+    # No k8s_cluster group in it: site.yml adds one, so the workers are checked and group_vars/k8s_cluster applies.
+    sample = ROOT / "tests/integration/fixtures/kubespray_sample/inventory.ini"
+    output = stopped_before_contact(run([tool("ansible-playbook"), "-i", str(sample), "-e", "ansible_port=1",
+                                         str(ROOT / "site.yml")]))
+    named = ["etcd_deployment_type", "etcd_kubeadm_enabled", "kube_version", "kube_network_plugin", "kube_proxy_mode",
+             "loadbalancer_apiserver_healthcheck_port", "loadbalancer_apiserver_port", "metrics_server_enabled",
+             "enable_nodelocaldns", "kube_cert_dir"]
+    assert f"The inventory has {len(named)} problem(s)" in output, output
+    for name in named:
+        assert f"  - {name}: " in output, name
+    assert ("kube_version: 'v1.28.3' is kubespray's and is not read; slipway.cluster reads slipway_kubernetes_version "
+            "('1.37.1') and slipway.cluster installs 1.36, 1.37, not 1.28") in output
+    # The same values as ours are not errors: kube_pods_subnet, cluster_name, container_manager, ...
+    for same in ("kube_pods_subnet", "kube_service_addresses", "cluster_name", "dns_domain", "container_manager"):
+        assert f"  - {same}: " not in output, same
+    # The workers are in k8s_cluster now (the control planes are in etcd too).
+    assert "Put every control plane and node in k8s_cluster" in output and "(item=node6)" in output
+
+
+def test_an_inventory_path_that_does_not_exist_fails(tmp_path, tool):
+    missing = tmp_path / "nowhere" / "hosts.yml"
+    output = stopped_before_contact(run([tool("ansible-playbook"), "-i", str(missing), str(ROOT / "site.yml")]))
+    assert f"The inventory {missing} does not exist: pass the path of yours with -i" in output
+
+
+def test_an_inventory_without_cluster_hosts_fails(tmp_path, tool):
+    output = stopped_before_contact(site(tmp_path, tool, inventory_text="all:\n  hosts:\n    web1: {ansible_host: 192.0.2.5}\n"))
+    assert "has no host in kube_control_plane or kube_node" in output

@@ -219,3 +219,10 @@ def test_a_host_whose_read_failed_is_named_with_the_error():
     assert str(unanswered("w1", "python3: not found", unreachable=False)) == (
         "host w1: could not be read: python3: not found; fix it and rerun")
     assert str(unanswered("w1", None, unreachable=False)) == "host w1: could not be read: no reason given; fix it and rerun"
+
+
+def test_options_written_as_strings_count_and_a_wrong_one_is_one_line(model):
+    assert run(model, {"min_cpus_worker": "1", "check_ports": "false", "allow_unsupported_os": "no"}) == ([], [])
+    assert run(model, {"min_cpus_worker": "one"})[0] == [
+        "preflight_min_cpus_worker: 'one' is not a number; set a whole number such as 1"]
+    assert run(model, {"check_ports": "maybe"})[0] == ["preflight_check_ports: 'maybe' is not a boolean; set true or false"]
