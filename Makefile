@@ -28,7 +28,7 @@ SCENARIOS   ?= lifecycle ha vip kubesphere artifacts loadbalancer loadbalancer_l
 TEST_LANES  ?= 2
 SCENARIO    ?= preinstall
 
-.PHONY: help deps venv collection bundle bundle-verify lab lab-down lab-status bench bench-scale lint sanity units integration molecule test clean
+.PHONY: help deps venv collection bundle bundle-verify lab lab-down lab-status bench bench-scale bench-preflight lint sanity units integration molecule test clean
 
 help:
 	@echo "make lab        bring up the podman lab and run site.yml on it"
@@ -86,6 +86,11 @@ BENCH_BIG_NODES ?= $(LAB_NODES) w3:kube_node w4:kube_node w5:kube_node w6:kube_n
 bench-scale: deps venv collection bundle
 	$(PY) tools/bench.py --cluster $(BENCH_CLUSTER) $(addprefix --node ,$(LAB_NODES)) $(addprefix --add ,$(BENCH_ADD)) \
 	  $(addprefix --vars ,$(LAB_VARS)) --log-dir $(CACHE)/bench-scale $(if $(BENCH_KEEP),--keep)
+
+# Preflight's first stage at fleet size: the model and site.yml's list of problems for 10, 100 and
+# 1,000 generated hosts, no host contacted (docs/performance.md).
+bench-preflight: venv collection
+	$(PY) tools/bench_preflight.py
 
 lab-down:
 	$(PY) lab/lab.py down --cluster $(LAB_CLUSTER)
