@@ -3,7 +3,8 @@
 
     client.py --url http://10.88.100.11:30080/ --out FILE [--interval 0.2] [--max-seconds 3600]
 
-Bounded: it stops by itself after --max-seconds, or as soon as FILE.stop exists. After every request it
+Bounded: it stops by itself after --max-seconds, after --give-up-after seconds of nothing but failures
+(the lab is gone: a scenario that failed half-way), or as soon as FILE.stop exists. After every request it
 rewrites FILE with {"requests": N, "failures": N, "last_failure": "...", "running": true|false}.
 """
 from __future__ import annotations
@@ -22,12 +23,14 @@ def main() -> int:
     parser.add_argument("--interval", type=float, default=0.2)
     parser.add_argument("--max-seconds", type=float, default=3600)
     parser.add_argument("--timeout", type=float, default=2.0)
+    parser.add_argument("--give-up-after", type=float, default=300.0)
     args = parser.parse_args()
     stop = args.out.with_name(args.out.name + ".stop")
     stop.unlink(missing_ok=True)
     state = {"url": args.url, "requests": 0, "failures": 0, "last_failure": "", "failed_at": [], "running": True}
     deadline = time.monotonic() + args.max_seconds
-    while time.monotonic() < deadline and not stop.exists():
+    last_success = time.monotonic()
+    while time.monotonic() < deadline and not stop.exists() and time.monotonic() - last_success < args.give_up_after:
         started = time.monotonic()
         state["requests"] += 1
         try:
@@ -35,6 +38,7 @@ def main() -> int:
                 body = answer.read()
                 if answer.status != 200 or not body.startswith(b"hello"):
                     raise OSError(f"status {answer.status}, body {body[:40]!r}")
+            last_success = time.monotonic()
         except OSError as error:
             state["failures"] += 1
             state["last_failure"] = str(error)
