@@ -2,7 +2,7 @@
 """Run one step of the lifecycle scenario: set the inventory's groups, run a playbook, judge its recap.
 
     stage.py --inventory-dir DIR --node cp1:kube_control_plane,etcd --node w1:kube_node \
-             --playbook playbooks/scale.yml [--extra KEY=VALUE ...] --log LOG \
+             --playbook playbooks/scale.yml [--extra KEY=VALUE ...] [--limit HOSTS] --log LOG \
              [--expect changed|unchanged|failed] [--expect-output REGEX ...]
 
 The groups go to DIR/lifecycle-stage.yml, read with the lab inventory beside it (so every later
@@ -46,6 +46,7 @@ def main() -> int:
     parser.add_argument("--node", action="append", default=[])
     parser.add_argument("--playbook", required=True)
     parser.add_argument("--extra", action="append", default=[])
+    parser.add_argument("--limit", default="")
     parser.add_argument("--log", required=True, type=Path)
     parser.add_argument("--expect", choices=("changed", "unchanged", "failed"), default="changed")
     parser.add_argument("--expect-output", action="append", default=[])
@@ -56,6 +57,8 @@ def main() -> int:
             str(ROOT / args.playbook)]
     for extra in args.extra:
         argv += ["-e", extra]
+    if args.limit:
+        argv += ["--limit", args.limit]
     started = time.monotonic()
     proc = subprocess.run(argv, cwd=ROOT, text=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"}, check=False)
