@@ -14,7 +14,6 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY
 from ansible_collections.slipway.cluster.plugins.module_utils._model import (
-    DEFAULT_SETTINGS,
     OWN_PREFIXES,
     OWN_VARIABLES,
     ROLE_DEFAULTS,

@@ -42,6 +42,15 @@ options:
     elements: str
     default: []
     version_added: 0.1.0
+  as_fact:
+    description:
+      - Return the model as the fact C(slipway_cluster) (V(true)), or as RV(model) (V(false)) for the caller to
+        register and hand on with M(ansible.builtin.set_fact).
+      - Ansible copies and cleans every host's facts for every task; a model of a thousand nodes as a fact makes
+        each task cost in proportion to the cluster's size on each host. The preflight role uses V(false).
+    type: bool
+    default: true
+    version_added: 0.1.0
 attributes:
   action:
     support: full
@@ -75,7 +84,7 @@ model:
   description: The model, as in RV(ansible_facts.slipway_cluster).
   returned: success and O(as_fact=false)
   type: dict
-  version_added: 0.3.0
+  version_added: 0.1.0
 ansible_facts:
   description: The model, as the fact C(slipway_cluster).
   returned: success and O(as_fact=true)

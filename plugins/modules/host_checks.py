@@ -51,7 +51,7 @@ options:
         host for every task (see M(slipway.cluster.cluster_model)).
     type: bool
     default: true
-    version_added: 0.3.0
+    version_added: 0.1.0
 attributes:
   action:
     support: full
@@ -83,10 +83,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 model:
-  description: The completed model, as in RV(ansible_facts.slipway_cluster).
+  description: The completed model, as the fact C(slipway_cluster) with O(as_fact=true).
   returned: success and O(as_fact=false)
   type: dict
-  version_added: 0.3.0
+  version_added: 0.1.0
 ansible_facts:
   description: The model with a C(facts) entry per node (C(os), C(os_version), C(arch), C(cgroup_version),
     C(container), C(cap_sys_resource), C(swap_mb), C(kernel_modules)).

@@ -79,7 +79,7 @@ def test_registry_credentials_in_kubespray_shape_are_named_without_their_values(
 
 
 def test_every_row_is_in_the_documented_table():
-    with open(__file__.split("/tests/")[0] + "/docs/kubespray.md", encoding="utf-8") as handle:
+    with open(__file__.split("/tests/", maxsplit=1)[0] + "/docs/kubespray.md", encoding="utf-8") as handle:
         table = handle.read()
     missing = [name for name in KUBESPRAY if f"`{name}`" not in table]
     assert missing == []
@@ -91,7 +91,7 @@ def test_no_row_is_a_variable_of_our_roles():
     import yaml
 
     ours = set()
-    for path in glob.glob(__file__.split("/tests/")[0] + "/roles/*/defaults/main.yml"):
+    for path in glob.glob(__file__.split("/tests/", maxsplit=1)[0] + "/roles/*/defaults/main.yml"):
         with open(path, encoding="utf-8") as handle:
             ours.update(yaml.safe_load(handle) or {})
     assert sorted(ours & set(KUBESPRAY)) == []

@@ -439,7 +439,7 @@ def one_problem_k8s(groups):
 
 
 # One authority: the defaults the model checks with are the ones the roles document and use.
-COLLECTION = __file__.split("/tests/unit/")[0]
+COLLECTION = __file__.split("/tests/unit/", maxsplit=1)[0]
 ROLE_OF = {"control_plane_": "control_plane", "loadbalancer_": "loadbalancer", "cni_": "cni", "containerd_": "containerd",
            "kubesphere_": "kubesphere"}
 
