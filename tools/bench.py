@@ -8,7 +8,8 @@ runs as a Markdown table, for docs/performance.md.
 
 With --add, the added machines are started with the others but left out of the inventory's groups;
 after the first run they are put in their groups and playbooks/scale.yml adds them (timed), then runs
-again: the figures of growing the cluster, and the results on the hosts that were there before.
+again: the figures of growing the cluster, and the results on the hosts that were there before. Then
+playbooks/remove_node.yml takes them away again, and runs a second time.
 
 Run with the controller virtualenv's python, as root (the lab needs it); `make bench` does.
 """
@@ -102,12 +103,15 @@ def main() -> int:
     steps = [("first run", playbook), ("rerun", playbook)]
     if args.add:
         scale = playbook[:-1] + [str(ROOT / "playbooks" / "scale.yml")]
-        steps = [("first run", playbook), ("scale", scale), ("scale rerun", scale)]
+        added_names = ",".join(spec.partition(":")[0] for spec in args.add)
+        remove = playbook[:-1] + [str(ROOT / "playbooks" / "remove_node.yml"), "-e", f"remove_node_names={added_names}"]
+        steps = [("first run", playbook), ("scale", scale), ("scale rerun", scale),
+                 ("remove_node", remove), ("remove_node rerun", remove)]
     try:
         for name, argv in steps:
             if name == "scale":
                 up(added_groups=True)
-            print(f"== {Path(argv[-1]).name}, {name} (log: {logs / (name.replace(' ', '-') + '.log')})", flush=True)
+            print(f"== {name} (log: {logs / (name.replace(' ', '-') + '.log')})", flush=True)
             took, output = run(argv, logs / f"{name.replace(' ', '-')}.log")
             results.append((name, took, recap(output)))
     finally:
