@@ -276,6 +276,16 @@ def _check_etcd(col: _Collector, mode: str, control_planes: list[str], etcd_grou
 def _check_networks(col, pod, service, node_mask, addresses, node_count, vip):
     if pod is not None and service is not None and pod.version == service.version and pod.overlaps(service):
         col.error("slipway_pod_cidr", f"{pod} overlaps slipway_service_cidr {service}; choose ranges that do not overlap")
+    # Single-stack clusters: the networks and the nodes' addresses are of one address family.
+    if pod is not None and service is not None and pod.version != service.version:
+        col.error("slipway_service_cidr", f"{service} is IPv{service.version} but slipway_pod_cidr {pod} is IPv{pod.version}; "
+                  "a single-stack cluster uses one address family: choose both of the nodes' family")
+    family = service.version if service is not None else pod.version if pod is not None else None
+    other = sorted(host for host, address in addresses.items() if address and family and _ip(address).version != family)
+    if other:
+        col.error("slipway_service_cidr" if service is not None else "slipway_pod_cidr",
+                  f"is IPv{family} but the address of host {', '.join(other)} is not; a single-stack cluster uses one "
+                  "address family: give the nodes addresses of the networks' family (ip:) or change the networks")
     for var, net in (("slipway_pod_cidr", pod), ("slipway_service_cidr", service)):
         if net is None:
             continue

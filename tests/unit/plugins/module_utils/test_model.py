@@ -463,3 +463,13 @@ def test_the_preflight_argument_spec_documents_every_setting_with_the_models_def
     options = _yaml("roles/preflight/meta/argument_specs.yml")["argument_specs"]["main"]["options"]
     assert name in options
     assert options[name]["default"] == DEFAULT_SETTINGS[name]
+
+
+def test_networks_and_node_addresses_of_different_address_families_are_named():
+    assert one_problem(slipway_pod_cidr="fd00:10::/56", slipway_node_cidr_mask_size=64) == (
+        "slipway_service_cidr: 10.233.0.0/18 is IPv4 but slipway_pod_cidr fd00:10::/56 is IPv6; a single-stack cluster "
+        "uses one address family: choose both of the nodes' family")
+    hostvars = {**GOOD_HOSTVARS, "w2": {"ansible_host": "2001:db8::22"}}
+    assert one_problem(None, hostvars) == (
+        "slipway_service_cidr: is IPv4 but the address of host w2 is not; a single-stack cluster uses one address "
+        "family: give the nodes addresses of the networks' family (ip:) or change the networks")
