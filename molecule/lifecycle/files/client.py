@@ -27,7 +27,8 @@ def main() -> int:
     args = parser.parse_args()
     stop = args.out.with_name(args.out.name + ".stop")
     stop.unlink(missing_ok=True)
-    state = {"url": args.url, "requests": 0, "failures": 0, "last_failure": "", "failed_at": [], "running": True}
+    state = {"url": args.url, "requests": 0, "failures": 0, "last_failure": "", "failed_at": [], "first_failures": [],
+             "running": True}
     deadline = time.monotonic() + args.max_seconds
     last_success = time.monotonic()
     while time.monotonic() < deadline and not stop.exists() and time.monotonic() - last_success < args.give_up_after:
@@ -43,6 +44,8 @@ def main() -> int:
             state["failures"] += 1
             state["last_failure"] = str(error)
             state["failed_at"] = (state["failed_at"] + [time.strftime("%H:%M:%S")])[-20:]
+            if len(state["first_failures"]) < 20:
+                state["first_failures"].append(f"{time.strftime('%H:%M:%S')} {error}")
         tmp = args.out.with_name(args.out.name + ".tmp")
         tmp.write_text(json.dumps(state), encoding="utf-8")
         tmp.replace(args.out)
