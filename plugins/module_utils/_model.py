@@ -74,9 +74,13 @@ ROLE_DEFAULTS: dict[str, Any] = {
     "containerd_registry_auths": {},
     "kubesphere_cluster_configuration": {},
     "kubesphere_cluster_configuration_merge_type": "merge",
+    "node_join_token_ttl": "15m",
+    "metrics_server_replicas": 1,
+    "metrics_server_kubelet_preferred_address_types": ["InternalIP"],
 }
 KUBE_PROXY_MODES = ("iptables", "nftables", "ipvs")
 FLANNEL_BACKENDS = ("vxlan", "host-gw", "wireguard", "udp", "ipip")
+KUBELET_ADDRESS_TYPES = ("InternalIP", "ExternalIP", "Hostname", "InternalDNS", "ExternalDNS")
 
 
 @dataclass(frozen=True)
@@ -491,6 +495,14 @@ def _check_roles(col: _Collector, role: Mapping[str, Any], lb_mode: str, cni: st
         if len(lb_hosts) > 100:
             col.error("group loadbalancer", f"has {len(lb_hosts)} hosts; keepalived takes at most 100")
     _check_registries(col, role)
+    ttl = str(role["node_join_token_ttl"]).strip()
+    if not ttl or not re.match(r"^([0-9]+h)?([0-9]+m)?([0-9]+s)?$", ttl):
+        col.error("node_join_token_ttl", f"'{role['node_join_token_ttl']}' is not a duration; set one such as 15m or 1h")
+    _int(col, "metrics_server_replicas", role["metrics_server_replicas"], 1, 1000, "a number of replicas; set 1 or more")
+    types = role["metrics_server_kubelet_preferred_address_types"]
+    if not isinstance(types, list) or not types or any(item not in KUBELET_ADDRESS_TYPES for item in types):
+        col.error("metrics_server_kubelet_preferred_address_types", f"'{types}' is not a list of "
+                  f"{', '.join(KUBELET_ADDRESS_TYPES)}")
     configuration = role["kubesphere_cluster_configuration"]
     merge_type = role["kubesphere_cluster_configuration_merge_type"]
     if not isinstance(configuration, (Mapping, str)):

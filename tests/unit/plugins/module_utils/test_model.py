@@ -402,6 +402,10 @@ def test_a_wrong_type_is_one_line_naming_the_variable_the_value_and_what_is_expe
     ({"slipway_artifacts_registry_mirror": "https://registry.example"},
      "slipway_artifacts_registry_mirror: 'https://registry.example' is not a registry; set host[:port] without http://"),
     ({"slipway_dns_domain": "cluster_local"}, "slipway_dns_domain: 'cluster_local' is not a DNS domain"),
+    ({"node_join_token_ttl": "15 minutes"}, "node_join_token_ttl: '15 minutes' is not a duration; set one such as 15m"),
+    ({"metrics_server_replicas": "0"}, "metrics_server_replicas: '0' is not a number of replicas; set 1 or more"),
+    ({"metrics_server_kubelet_preferred_address_types": ["InternalIp"]},
+     "metrics_server_kubelet_preferred_address_types: '['InternalIp']' is not a list of InternalIP, ExternalIP"),
 ])
 def test_role_settings_a_later_role_would_refuse_are_in_the_one_list(settings, expected):
     found = one_problem(**settings)
@@ -441,7 +445,7 @@ def one_problem_k8s(groups):
 # One authority: the defaults the model checks with are the ones the roles document and use.
 COLLECTION = __file__.split("/tests/unit/", maxsplit=1)[0]
 ROLE_OF = {"control_plane_": "control_plane", "loadbalancer_": "loadbalancer", "cni_": "cni", "containerd_": "containerd",
-           "kubesphere_": "kubesphere"}
+           "kubesphere_": "kubesphere", "node_": "node", "metrics_server_": "metrics_server"}
 
 
 def _yaml(path):
