@@ -138,7 +138,7 @@ def play(tmp_path: Path, tool, hosts: dict[str, set[str]], members: list[str], l
         match = re.match(r'\s*"msg": (".*")\s*$', line)
         if not match:
             continue
-        kind, _, rest = json.loads(match.group(1)).partition(" ")
+        kind, _space, rest = json.loads(match.group(1)).partition(" ")
         if kind == "DECIDED":
             found["decided"] = json.loads(rest)
         elif kind == "ENV":
