@@ -30,7 +30,10 @@ ARGUMENT_SPEC = {
 
 
 class LocalBundle:
-    """Reads a bundle directory on the controller for the model."""
+    """Reads a bundle directory, and files the settings name, on the controller for the model."""
+
+    def __init__(self, find=None):
+        self._find = find
 
     def manifest(self, bundle_dir):
         path = os.path.join(bundle_dir, "manifest.yml")
@@ -47,6 +50,20 @@ class LocalBundle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
         return digest.hexdigest()
+
+
+    def yaml_file(self, path):
+        try:
+            found = self._find(path) if self._find else path
+        except AnsibleError:
+            return None, "is not found (relative paths are looked up like lookup('file') does: the playbook's files/ directory, then the playbook's directory)"
+        if not os.path.isfile(found):
+            return None, "is not found"
+        try:
+            with open(found, encoding="utf-8") as handle:
+                return yaml.safe_load(handle), None
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+            return None, f"cannot be read as YAML ({str(err).splitlines()[0]})"
 
 
 # Host variables the model reads; nothing else of hostvars is templated.
@@ -91,7 +108,7 @@ class ActionModule(ActionBase):
             variables = hostvars[host]
             host_settings[host] = {key: variables.get(key) for key in HOST_VARIABLES if variables.get(key) is not None}
         try:
-            model = build_model(groups, host_settings, settings, bundle=LocalBundle(),
+            model = build_model(groups, host_settings, settings, bundle=LocalBundle(lambda path: self._find_needle("files", path)),
                                 exclude=validation.validated_parameters["exclude"], check_k8s_cluster=True)
         except ModelError as err:
             result["failed"] = True

@@ -375,6 +375,10 @@ class BundleReader(Protocol):
     def checksum(self, path: str) -> str | None:
         """The sha256 of a file, or None when it does not exist."""
 
+    def yaml_file(self, path: str) -> tuple[Any, str | None]:
+        """A YAML file on the controller, found where lookup('file') finds it: (its data, None), or
+        (None, why it cannot be read)."""
+
 
 def _artifacts(col: _Collector, settings: Mapping[str, Any], source: str, version: str, bundle: BundleReader | None):
     # Imported here: _artifacts imports Problem from this module.
@@ -458,7 +462,7 @@ def _check_registries(col: _Collector, role: Mapping[str, Any]) -> None:
 
 
 def _check_roles(col: _Collector, role: Mapping[str, Any], lb_mode: str, cni: str, kubesphere: bool,
-                 endpoint: Mapping[str, Any], control_planes: list[str]) -> None:
+                 endpoint: Mapping[str, Any], control_planes: list[str], reader: BundleReader | None = None) -> None:
     """The role variables whose mistakes the roles would otherwise find only after hosts changed."""
     if role["control_plane_kube_proxy_mode"] not in KUBE_PROXY_MODES:
         col.error("control_plane_kube_proxy_mode", f"unknown value '{role['control_plane_kube_proxy_mode']}'; "
@@ -508,11 +512,28 @@ def _check_roles(col: _Collector, role: Mapping[str, Any], lb_mode: str, cni: st
     if not isinstance(configuration, (Mapping, str)):
         col.error("kubesphere_cluster_configuration", f"is a {type(configuration).__name__}; set a mapping (a "
                   "ClusterConfiguration or its spec) or the path of a YAML file on the controller")
+    if kubesphere and isinstance(configuration, str) and configuration and hasattr(reader, "yaml_file"):
+        _check_cluster_configuration_file(col, configuration, reader)
     if merge_type not in ("merge", "replace"):
         col.error("kubesphere_cluster_configuration_merge_type", f"unknown value '{merge_type}'; set one of: merge, replace")
     elif kubesphere and merge_type == "replace" and not configuration:
         col.error("kubesphere_cluster_configuration", "is empty with kubesphere_cluster_configuration_merge_type "
                   "replace, which would empty the stored spec; give the ClusterConfiguration")
+
+
+def _check_cluster_configuration_file(col: _Collector, path: str, reader: BundleReader) -> None:
+    """The ClusterConfiguration file the kubesphere role would read only after the cluster was made."""
+    data, why = reader.yaml_file(path)
+    name = "kubesphere_cluster_configuration"
+    if why is not None:
+        col.error(name, f"the file {path} {why}; give the path of a ClusterConfiguration YAML file on the controller, "
+                  "or the ClusterConfiguration itself as a mapping")
+    elif not isinstance(data, Mapping):
+        col.error(name, f"the file {path} holds a {type(data).__name__}, not a ClusterConfiguration (a mapping)")
+    elif "kind" in data and data["kind"] != "ClusterConfiguration":
+        col.error(name, f"the file {path} is a {data['kind']}, not a ClusterConfiguration (installer.kubesphere.io)")
+    elif "spec" in data and not isinstance(data["spec"], Mapping):
+        col.error(name, f"the file {path} has a spec that is a {type(data['spec']).__name__}, not a mapping")
 
 
 def _check_kubespray(col: _Collector, given: Mapping[str, Any], effective: Mapping[str, Any]) -> list[str]:
@@ -611,7 +632,7 @@ def build_model(
     if registry and (not re.match(r"^[A-Za-z0-9.-]+(:\d{1,5})?(/\S*)?$", registry)):
         col.error("slipway_artifacts_registry_mirror", f"'{registry}' is not a registry; set host[:port] without "
                   "http://, like registry.example:5000")
-    _check_roles(col, role, lb_mode, cni, kubesphere, endpoint, control_planes)
+    _check_roles(col, role, lb_mode, cni, kubesphere, endpoint, control_planes, bundle)
     accepted = _check_kubespray(col, kubespray_given, {**settings, **role})
 
     if col.problems or pod is None or service is None:

@@ -222,3 +222,14 @@ def test_an_inventory_path_that_does_not_exist_fails(tmp_path, tool):
 def test_an_inventory_without_cluster_hosts_fails(tmp_path, tool):
     output = stopped_before_contact(site(tmp_path, tool, inventory_text="all:\n  hosts:\n    web1: {ansible_host: 192.0.2.5}\n"))
     assert "has no host in kube_control_plane or kube_node" in output
+
+
+def test_a_cluster_configuration_file_that_is_missing_or_no_cluster_configuration_stops_before_contact(tmp_path, tool):
+    wrong = tmp_path / "cc.yml"
+    wrong.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ks-installer}\n")
+    output = stopped_before_contact(site(tmp_path, tool, "-e", "slipway_kubesphere_enabled=true",
+                                         "-e", f"kubesphere_cluster_configuration={wrong}"))
+    assert f"kubesphere_cluster_configuration: the file {wrong} is a ConfigMap, not a ClusterConfiguration" in output
+    output = stopped_before_contact(site(tmp_path, tool, "-e", "slipway_kubesphere_enabled=true",
+                                         "-e", "kubesphere_cluster_configuration=nowhere/cc.yml"))
+    assert "kubesphere_cluster_configuration: the file nowhere/cc.yml is not found" in output

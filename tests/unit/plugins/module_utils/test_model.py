@@ -477,3 +477,46 @@ def test_networks_and_node_addresses_of_different_address_families_are_named():
     assert one_problem(None, hostvars) == (
         "slipway_service_cidr: is IPv4 but the address of host w2 is not; a single-stack cluster uses one address "
         "family: give the nodes addresses of the networks' family (ip:) or change the networks")
+
+
+class FilesOnly:
+    """The controller's files as the action plugin reads them; no bundle."""
+
+    def __init__(self, files):
+        self.files = files
+
+    def manifest(self, bundle_dir):
+        return None
+
+    def checksum(self, path):
+        return None
+
+    def yaml_file(self, path):
+        if path not in self.files:
+            return None, "is not found"
+        return self.files[path], None
+
+
+@pytest.mark.parametrize("content, expected", [
+    (None, "kubesphere_cluster_configuration: the file cc.yml is not found; give the path of a ClusterConfiguration"),
+    (["spec"], "kubesphere_cluster_configuration: the file cc.yml holds a list, not a ClusterConfiguration"),
+    ({"kind": "ConfigMap", "spec": {}}, "kubesphere_cluster_configuration: the file cc.yml is a ConfigMap, not a "
+     "ClusterConfiguration"),
+    ({"kind": "ClusterConfiguration", "spec": "on"}, "kubesphere_cluster_configuration: the file cc.yml has a spec that "
+     "is a str"),
+])
+def test_a_cluster_configuration_file_is_read_before_any_host_changes(content, expected):
+    files = FilesOnly({} if content is None else {"cc.yml": content})
+    with pytest.raises(ModelError) as err:
+        build_model(GOOD_GROUPS, GOOD_HOSTVARS, {"slipway_kubesphere_enabled": True,
+                                                 "kubesphere_cluster_configuration": "cc.yml"}, bundle=files)
+    assert str(err.value.problems[0]).startswith(expected), err.value.problems
+    assert len(err.value.problems) == 1
+
+
+def test_a_good_cluster_configuration_file_passes_and_is_not_read_without_kubesphere():
+    good = FilesOnly({"cc.yml": {"apiVersion": "installer.kubesphere.io/v1alpha1", "kind": "ClusterConfiguration",
+                                 "spec": {"alerting": {"enabled": True}}}})
+    build_model(GOOD_GROUPS, GOOD_HOSTVARS, {"slipway_kubesphere_enabled": True,
+                                             "kubesphere_cluster_configuration": "cc.yml"}, bundle=good)
+    build_model(GOOD_GROUPS, GOOD_HOSTVARS, {"kubesphere_cluster_configuration": "missing.yml"}, bundle=FilesOnly({}))
