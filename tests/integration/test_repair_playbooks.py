@@ -1,0 +1,65 @@
+"""etcd_restore.yml refuses a missing, unrecorded, damaged or another cluster's snapshot on the controller,
+before any host is contacted (the lifecycle scenario checks the refusals on a real cluster)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import textwrap
+
+import pytest
+
+from conftest import ROOT, run
+
+INVENTORY = textwrap.dedent("""\
+    all:
+      vars:
+        # Any connection attempt would hit a closed loopback port and show as UNREACHABLE.
+        ansible_port: 1
+        ansible_connection: ssh
+        slipway_cluster_name: repairlab
+      hosts:
+        cp1: {ansible_host: 127.0.0.21}
+        w1: {ansible_host: 127.0.0.22}
+      children:
+        kube_control_plane: {hosts: {cp1: {}}}
+        etcd: {hosts: {cp1: {}}}
+        kube_node: {hosts: {w1: {}}}
+        k8s_cluster: {children: {kube_control_plane: {}, kube_node: {}}}
+    """)
+
+
+def _snapshot(tmp_path, record=True, damage=False, cluster="repairlab"):
+    snapshot = tmp_path / "backups" / f"etcd-{cluster}-20261125T101500Z.db"
+    snapshot.parent.mkdir()
+    content = b"etcd snapshot " * 4096
+    snapshot.write_bytes(content)
+    if record:
+        (tmp_path / "backups" / (snapshot.name + ".json")).write_text(json.dumps({
+            "cluster": cluster, "etcd_mode": "stacked", "ca_sha256": "c" * 64,
+            "sha256": hashlib.sha256(content).hexdigest(), "taken": "20261125T101500Z", "member": "cp1"}))
+    if damage:
+        snapshot.write_bytes(b"X" + content[1:])
+    return snapshot
+
+
+@pytest.mark.parametrize("case, message", [
+    ("damaged", "is damaged: its sha256 is"),
+    ("unrecorded", ".db.json, the snapshot's record (its sha256 and the cluster it was taken from), is missing"),
+    ("other", "is a snapshot of cluster 'elsewhere', not of 'repairlab'"),
+    ("missing", "does not exist on the controller"),
+])
+def test_a_bad_snapshot_is_refused_before_any_host_is_contacted(tmp_path, tool, case, message):
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(INVENTORY)
+    if case == "missing":
+        snapshot = tmp_path / "backups" / "etcd-repairlab-20261125T101500Z.db"
+    else:
+        snapshot = _snapshot(tmp_path, record=case != "unrecorded", damage=case == "damaged",
+                             cluster="elsewhere" if case == "other" else "repairlab")
+    result = run([tool("ansible-playbook"), "-i", str(inventory), str(ROOT / "playbooks/etcd_restore.yml"), "-e", f"etcd_snapshot={snapshot}"])
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "Not restored: 1 problem(s); nothing was changed on any host" in output, output
+    assert message in output, output
+    assert "UNREACHABLE" not in output
