@@ -71,6 +71,19 @@ def _group_of(relpath: str, name: str) -> str | None:
     return None
 
 
+def bundle_versions(manifest: Mapping[str, Any]) -> list[str]:
+    """The Kubernetes releases a bundle holds: its own, then those under ``releases`` (docs/bundle.md)."""
+    return [_strip_v(release.get("kubernetes_version", "")) for release in [manifest, *(manifest.get("releases") or [])]]
+
+
+def bundle_release(manifest: Mapping[str, Any], kubernetes_version: str) -> Mapping[str, Any] | None:
+    """The part of the manifest (top level or one of ``releases``) with the files of this Kubernetes release."""
+    for release in [manifest, *(manifest.get("releases") or [])]:
+        if _strip_v(release.get("kubernetes_version", "")) == kubernetes_version:
+            return release
+    return None
+
+
 def from_bundle(
     manifest: Mapping[str, Any] | None, bundle_dir: str, kubernetes_version: str, checksum: Callable[[str], str | None],
 ) -> tuple[dict[str, Any], list[Problem]]:
@@ -86,15 +99,17 @@ def from_bundle(
         problems.append(Problem(where, f"{bundle_dir}/manifest.yml has format_version {manifest.get('format_version')!r}; "
                                        f"this collection reads format {BUNDLE_FORMAT_VERSION}"))
         return {}, problems
-    bundled = _strip_v(manifest.get("kubernetes_version", ""))
-    if bundled != kubernetes_version:
+    release = bundle_release(manifest, kubernetes_version)
+    if release is None:
+        bundled = bundle_versions(manifest)
         problems.append(Problem(
             "slipway_kubernetes_version",
-            f"is {kubernetes_version} but the bundle at {bundle_dir} holds Kubernetes {bundled}; "
-            f"set slipway_kubernetes_version: {bundled} or build a bundle for {kubernetes_version}",
+            f"is {kubernetes_version} but the bundle at {bundle_dir} holds Kubernetes {' and '.join(bundled)}; "
+            f"set slipway_kubernetes_version to one of them or build a bundle for {kubernetes_version}",
         ))
+        release = manifest
     binaries, images = [], {}
-    for entry in list(manifest.get("binaries") or []) + list(manifest.get("images") or []):
+    for entry in list(release.get("binaries") or []) + list(release.get("images") or []):
         relpath = str(entry.get("path", ""))
         full = os.path.join(bundle_dir, relpath)
         actual = checksum(full)
@@ -106,13 +121,15 @@ def from_bundle(
             problems.append(Problem(f"bundle file {relpath}", f"manifest.yml says sha256 {entry.get('sha256')}, "
                                                               f"the file has sha256 {actual}; copy or build the bundle again"))
             continue
-        if relpath.startswith("images/"):
+        # A release under releases/vX.Y.Z/ has the same bin/ and images/ layout as the top of the bundle.
+        inner = relpath.split("/", 2)[-1] if relpath.startswith("releases/") else relpath
+        if inner.startswith("images/"):
             name = str(entry.get("name"))
             images[name] = {"ref": entry.get("ref"), "src": full, "sha256": actual,
                             "control_plane_only": name in CONTROL_PLANE_IMAGES}
             continue
         name = os.path.basename(relpath)
-        group = _group_of(relpath, name)
+        group = _group_of(inner, name)
         if group:
             binaries.append(_binary_entry(relpath, name, group, src=full, sha256=actual))
     return {"source": "bundle", "bundle_dir": bundle_dir, "binaries": binaries, "images": images}, problems

@@ -105,6 +105,39 @@ def test_verify_command(tmp_path, monkeypatch):
     assert "MISSING bin/kubeadm" in bad.stdout
 
 
+def test_two_releases(tmp_path, monkeypatch):
+    """The first release at the top of the bundle, the second under releases/, one manifest."""
+    class Older(FakeBackend):
+        kubernetes_version = "v1.36.5"
+
+    made = {"v1.37.1": FakeBackend(tmp_path, io.StringIO()), "v1.36.5": Older(tmp_path, io.StringIO())}
+    monkeypatch.setattr(cli, "make_backend", lambda backend, version, *args, **kwargs: made[version])
+    args = argparse.Namespace(out=str(tmp_path / "bundle"), cache_dir=str(tmp_path / "cache"),
+                              backend="source", kubernetes_version=["v1.37.1", "v1.36.5"])
+    out = io.StringIO()
+    assert cli.build(args, out=out) == 0
+    bundle = str(tmp_path / "bundle")
+    data = manifest.load(bundle)
+    assert data["kubernetes_version"] == "v1.37.1"
+    assert [entry["path"] for entry in data["releases"][0]["binaries"]] == ["releases/v1.36.5/bin/kubeadm"]
+    assert manifest.verify(bundle) == []
+    assert "release v1.36.5:" in out.getvalue()
+    again = io.StringIO()
+    assert cli.build(args, out=again) == 0
+    assert "is up to date" in again.getvalue() and "v1.37.1, v1.36.5" in again.getvalue()
+    # one release again: releases/ goes
+    args.kubernetes_version = ["v1.37.1"]
+    assert cli.build(args, out=io.StringIO()) == 0
+    assert not os.path.exists(os.path.join(bundle, "releases"))
+    assert "releases" not in manifest.load(bundle)
+
+
+def test_default_releases_are_the_current_and_the_previous_minor():
+    assert cli.versions.BUNDLE_KUBERNETES_VERSIONS[0] == cli.versions.DEFAULT_KUBERNETES_VERSION
+    minors = [cli.versions.parse_kubernetes_version(v)[1] for v in cli.versions.BUNDLE_KUBERNETES_VERSIONS]
+    assert minors == [minors[0], minors[0] - 1]
+
+
 def test_bad_version_is_refused(capsys):
     assert cli.main(["--kubernetes-version", "latest"]) == 2
     assert "not a release version" in capsys.readouterr().err

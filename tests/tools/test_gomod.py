@@ -64,6 +64,20 @@ def test_local_replacement_without_a_version_rule_is_an_error():
                                                        "replace example.org/y => ../y\n"})
 
 
+def test_etcds_forbidden_dependency_guard_is_not_a_replacement():
+    """etcd 3.6's go.mod: replace go.etcd.io/etcd => ./FORBIDDEN_DEPENDENCY (a module it must never use)."""
+    component = source.etcd_component("v3.6.8")
+    server = ("module go.etcd.io/etcd/server/v3\n\ngo 1.24.0\n"
+              "replace (\n\tgo.etcd.io/etcd/api/v3 => ../api\n)\n"
+              "replace go.etcd.io/etcd => ./FORBIDDEN_DEPENDENCY\n"
+              "replace go.etcd.io/tests/v3 => ./FORBIDDEN_DEPENDENCY\n")
+    other = "module go.etcd.io/etcd/x/v3\n\ngo 1.24.0\n"
+    text = gomod.tools_gomod(component, {"go.etcd.io/etcd/server/v3": server, "go.etcd.io/etcd/etcdctl/v3": other,
+                                         "go.etcd.io/etcd/etcdutl/v3": other})
+    assert "go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v3.6.8" in text
+    assert "FORBIDDEN" not in text and "go.etcd.io/etcd =>" not in text and "tests/v3" not in text
+
+
 def test_kubernetes_version_ldflags_cover_both_packages():
     flags = gomod.kubernetes_version_ldflags("v1.37.1", "2026-09-23T17:06:22Z")
     for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):

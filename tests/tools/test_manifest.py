@@ -107,3 +107,54 @@ def test_validate_names_bad_fields(tmp_path, mutate, message):
 def test_load_without_manifest(tmp_path):
     with pytest.raises(manifest.ManifestError, match="no such file"):
         manifest.load(str(tmp_path))
+
+
+def sample_two_releases(bundle):
+    """The sample bundle with a second Kubernetes release under releases/v1.36.5/."""
+    data = sample(bundle)
+    prefix = "releases/v1.36.5/"
+    os.makedirs(os.path.join(bundle, prefix, "bin"))
+    os.makedirs(os.path.join(bundle, prefix, "images"))
+    for rel, content in (("bin/kubeadm", b"kubeadm 1.36"), ("images/pause.tar", b"pause 3.10.1")):
+        with open(os.path.join(bundle, prefix + rel), "wb") as handle:
+            handle.write(content)
+    data["releases"] = [{
+        "kubernetes_version": "v1.36.5",
+        "components": {"kubernetes": {"version": "v1.36.5", "source": "k8s.io/kubernetes"}},
+        "binaries": [manifest.file_entry(bundle, prefix + "bin/kubeadm", component="kubernetes")],
+        "images": [manifest.file_entry(bundle, prefix + "images/pause.tar", name="pause",
+                                       ref="registry.k8s.io/pause:3.10.1", component="pause")],
+    }]
+    manifest.write(bundle, data)
+    return data
+
+
+def test_second_release_reads_back_and_verifies(tmp_path):
+    bundle = str(tmp_path)
+    data = sample_two_releases(bundle)
+    text = open(os.path.join(bundle, "manifest.yml")).read()
+    assert yaml.safe_load(text) == data
+    assert manifest.parse_subset(text) == data
+    assert [release["kubernetes_version"] for release in manifest.releases(manifest.load(bundle))] == [
+        "v1.37.1", "v1.36.5"]
+    assert manifest.verify(bundle) == []
+    with open(os.path.join(bundle, "releases/v1.36.5/bin/kubeadm"), "ab") as handle:
+        handle.write(b"!")
+    with open(os.path.join(bundle, "releases/v1.36.5/bin/extra"), "wb") as handle:
+        handle.write(b"x")
+    problems = manifest.verify(bundle)
+    assert problems[0].startswith("MISMATCH releases/v1.36.5/bin/kubeadm")
+    assert problems[1].startswith("SIZE releases/v1.36.5/bin/kubeadm")
+    assert problems[2].startswith("UNLISTED releases/v1.36.5/bin/extra")
+
+
+def test_a_release_keeps_to_its_directory_and_is_listed_once(tmp_path):
+    data = sample_two_releases(str(tmp_path))
+    data["releases"][0]["images"][0]["path"] = "images/pause.tar"
+    data["releases"].append(dict(data["releases"][0], kubernetes_version="v1.37.1"))
+    with pytest.raises(manifest.ManifestError) as err:
+        manifest.validate(data)
+    text = str(err.value)
+    assert "releases[0].images[0]: path 'images/pause.tar' leaves the bundle or is outside " \
+           "releases/v1.36.5/bin/" in text
+    assert "releases[1].kubernetes_version: v1.37.1 is in the bundle twice" in text

@@ -56,41 +56,65 @@ def _link_or_copy(src, dest, mode):
     os.chmod(dest, mode)
 
 
-def assemble(out_dir, result, arch=versions.ARCH):
-    """Write the bundle: bin/, images/ and manifest.yml, replacing an older bundle in out_dir."""
+def _place(new, result, prefix=""):
+    """Link one release's files under ``new``/``prefix``; return its binaries and images entries."""
+    binaries, images = [], []
+    for relpath, source, component in result.binaries:
+        relpath = prefix + relpath
+        dest = os.path.join(new, relpath)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        _link_or_copy(source, dest, 0o755)
+        binaries.append(manifest.file_entry(new, relpath, component=component))
+    for relpath, source, name, ref, component in result.images:
+        relpath = prefix + relpath
+        dest = os.path.join(new, relpath)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        _link_or_copy(source, dest, 0o644)
+        images.append(manifest.file_entry(new, relpath, name=name, ref=ref, component=component))
+    return (sorted(binaries, key=lambda entry: entry["path"]),
+            sorted(images, key=lambda entry: entry["path"]))
+
+
+def assemble(out_dir, result, arch=versions.ARCH, others=()):
+    """Write the bundle: bin/, images/ and manifest.yml, replacing an older bundle in out_dir.
+
+    ``others``: results of further Kubernetes releases, written under releases/vX.Y.Z/ and listed
+    in the manifest's ``releases``.
+    """
     os.makedirs(out_dir, exist_ok=True)
     has_manifest = os.path.exists(os.path.join(out_dir, manifest.MANIFEST_NAME))
-    for top in manifest.CONTENT_DIRS:
+    tops = manifest.CONTENT_DIRS + (manifest.RELEASES_DIR,)
+    for top in tops:
         if os.path.exists(os.path.join(out_dir, top)) and not has_manifest:
             raise SystemExit("%s has a %s/ but no %s: not a bundle, refusing to replace it"
                              % (out_dir, top, manifest.MANIFEST_NAME))
     new = os.path.join(out_dir, ".new")
     if os.path.exists(new):
         shutil.rmtree(new)
-    binaries, images = [], []
-    for relpath, source, component in result.binaries:
-        dest = os.path.join(new, relpath)
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        _link_or_copy(source, dest, 0o755)
-        binaries.append(manifest.file_entry(new, relpath, component=component))
-    for relpath, source, name, ref, component in result.images:
-        dest = os.path.join(new, relpath)
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        _link_or_copy(source, dest, 0o644)
-        images.append(manifest.file_entry(new, relpath, name=name, ref=ref, component=component))
+    os.makedirs(new)
+    binaries, images = _place(new, result)
     data = {
         "format_version": manifest.FORMAT_VERSION,
         "kubernetes_version": result.kubernetes_version,
         "arch": arch,
         "backend": result.backend,
         "components": result.components,
-        "binaries": sorted(binaries, key=lambda entry: entry["path"]),
-        "images": sorted(images, key=lambda entry: entry["path"]),
+        "binaries": binaries,
+        "images": images,
     }
+    releases = []
+    for other in others:
+        other_binaries, other_images = _place(
+            new, other, "%s/%s/" % (manifest.RELEASES_DIR, other.kubernetes_version))
+        releases.append({"kubernetes_version": other.kubernetes_version,
+                         "components": other.components,
+                         "binaries": other_binaries, "images": other_images})
+    if releases:
+        data["releases"] = releases
     for name in (manifest.MANIFEST_NAME, BUILD_STAMP):
         if os.path.exists(os.path.join(out_dir, name)):
             os.remove(os.path.join(out_dir, name))
-    for top in manifest.CONTENT_DIRS:
+    for top in tops:
         old = os.path.join(out_dir, top)
         if os.path.exists(old):
             shutil.rmtree(old)
@@ -125,9 +149,14 @@ def build(args, out=sys.stdout):
     out_dir = os.path.abspath(args.out)
     cache_dir = os.path.abspath(args.cache_dir)
     os.makedirs(cache_dir, exist_ok=True)
-    backend = make_backend(args.backend, args.kubernetes_version, cache_dir, out)
+    wanted = ([args.kubernetes_version] if isinstance(args.kubernetes_version, str)
+              else list(args.kubernetes_version))
+    # The first release goes to the top of the bundle, the others under releases/.
+    backends = [make_backend(args.backend, version, cache_dir, out) for version in wanted]
+    backend = backends[0]
+    inputs = backend.inputs() if len(backends) == 1 else [each.inputs() for each in backends]
     key = steps.digest({"backend": backend.name, "arch": versions.ARCH,
-                        "inputs": backend.inputs(),
+                        "inputs": inputs,
                         "code": steps.files_digest(builder_sources())})
     times_path = os.path.join(cache_dir, "build-times.json")
     times = _read_json(times_path)
@@ -139,7 +168,8 @@ def build(args, out=sys.stdout):
             problems = [str(exc)]
         if not problems:
             out.write("bundle %s is up to date (%s backend, Kubernetes %s); checked in %s\n"
-                      % (out_dir, backend.name, backend.kubernetes_version,
+                      % (out_dir, backend.name,
+                         ", ".join(each.kubernetes_version for each in backends),
                          _human(time.monotonic() - started)))
             if key in times:
                 out.write("the build that made it took %s (%s)\n"
@@ -148,29 +178,38 @@ def build(args, out=sys.stdout):
                 out.write("the last build that ran every step took %s\n"
                           % _human(times["full"]["seconds"]))
             return 0
-    result = backend.build()
+    results = []
+    ran_steps, reused_steps = [], []
+    for each in backends:
+        results.append(each.build())
+        # Step names say their version (kubernetes v1.36.5, ...); shared steps (flannel, the
+        # Debian root) are reused by the second release.
+        ran_steps.extend(each.steps.ran)
+        reused_steps.extend(each.steps.reused)
     backend.steps.say("writing %s" % out_dir)
-    data = assemble(out_dir, result)
+    data = assemble(out_dir, results[0], others=results[1:])
     elapsed = time.monotonic() - started
-    ran, reused = len(backend.steps.ran), len(backend.steps.reused)
+    ran, reused = len(ran_steps), len(reused_steps)
     summary = ("all %d steps ran" % ran if not reused
                else "%d of %d steps ran, %d reused" % (ran, ran + reused, reused))
     times[key] = {"seconds": round(elapsed, 1), "summary": summary,
-                  "steps": {name: round(secs, 1) for name, secs in backend.steps.ran}}
+                  "steps": {name: round(secs, 1) for name, secs in ran_steps}}
     if not reused:
         times["full"] = times[key]
     _write_json(times_path, times)
     _write_json(os.path.join(out_dir, BUILD_STAMP), {"key": key})
     out.write("\nbundle %s (%s backend, Kubernetes %s, %s)\n"
               % (out_dir, backend.name, data["kubernetes_version"], data["arch"]))
-    for entry in data["images"]:
-        out.write("  %-32s %s\n" % (entry["path"], entry["ref"]))
-    out.write("  %d binaries under bin/\n" % len(data["binaries"]))
-    for name, secs in backend.steps.ran:
+    for release in manifest.releases(data):
+        if release is not data:
+            out.write("release %s:\n" % release["kubernetes_version"])
+        for entry in release["images"]:
+            out.write("  %-32s %s\n" % (entry["path"], entry["ref"]))
+        out.write("  %d binaries\n" % len(release["binaries"]))
+    for name, secs in ran_steps:
         out.write("  step %-28s %s\n" % (name, _human(secs)))
-    if backend.steps.reused:
-        out.write("  reused %d cached steps: %s\n"
-                  % (len(backend.steps.reused), ", ".join(backend.steps.reused)))
+    if reused_steps:
+        out.write("  reused %d cached steps: %s\n" % (len(reused_steps), ", ".join(reused_steps)))
     out.write("build time: %s (%s; a cold build is one with empty Go caches and no steps to "
               "reuse)\n" % (_human(elapsed), summary))
     return 0
@@ -188,8 +227,11 @@ def verify(args, out=sys.stdout):
         out.write("bundle %s: %d problem(s)\n" % (args.dir, len(problems)))
         return 1
     data = manifest.load(args.dir)
-    out.write("bundle %s: %d binaries and %d images match manifest.yml\n"
-              % (args.dir, len(data["binaries"]), len(data["images"])))
+    every = manifest.releases(data)
+    out.write("bundle %s: %d binaries and %d images match manifest.yml (Kubernetes %s)\n"
+              % (args.dir, sum(len(release["binaries"]) for release in every),
+                 sum(len(release["images"]) for release in every),
+                 ", ".join(release["kubernetes_version"] for release in every)))
     return 0
 
 
@@ -201,8 +243,10 @@ def parser():
     main.add_argument("--backend", choices=BACKENDS, default="source",
                       help="source: build everything from Go modules and Debian packages "
                            "(default); download: official release files and upstream images")
-    main.add_argument("--kubernetes-version", default=versions.DEFAULT_KUBERNETES_VERSION,
-                      help="default: %(default)s")
+    main.add_argument("--kubernetes-version", action="append", default=None,
+                      help="a Kubernetes release to put into the bundle; repeat it for more (the "
+                           "first at the top of the bundle, the others under releases/). "
+                           "Default: %s" % " ".join(versions.BUNDLE_KUBERNETES_VERSIONS))
     main.add_argument("--out", default=DEFAULT_OUT, help="bundle directory (default: %(default)s)")
     main.add_argument("--cache-dir", default=DEFAULT_CACHE,
                       help="build steps and downloads (default: %(default)s, or "
@@ -223,8 +267,11 @@ def main(argv):
         return verify(verify_parser().parse_args(argv[1:]))
     args = parser().parse_args(argv)
     try:
-        args.kubernetes_version = versions.normalize_kubernetes_version(args.kubernetes_version)
-        versions.companions(args.kubernetes_version)
+        wanted = args.kubernetes_version or list(versions.BUNDLE_KUBERNETES_VERSIONS)
+        args.kubernetes_version = list(dict.fromkeys(
+            versions.normalize_kubernetes_version(version) for version in wanted))
+        for version in args.kubernetes_version:
+            versions.companions(version)
     except versions.VersionError as exc:
         sys.stderr.write("build.py: %s\n" % exc)
         return 2

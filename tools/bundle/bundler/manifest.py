@@ -12,10 +12,13 @@ import os
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.yml"
 CONTENT_DIRS = ("bin", "images")
+# Further Kubernetes releases of the bundle: releases/vX.Y.Z/{bin,images}/, listed in `releases`.
+RELEASES_DIR = "releases"
 
 # Top-level keys in the order they are written.
 TOP_LEVEL_KEYS = ("format_version", "kubernetes_version", "arch", "backend", "components",
-                  "binaries", "images")
+                  "binaries", "images", "releases")
+RELEASE_KEYS = ("kubernetes_version", "components", "binaries", "images")
 BINARY_KEYS = ("path", "component", "sha256", "size")
 IMAGE_KEYS = ("path", "name", "ref", "component", "sha256", "size")
 
@@ -94,9 +97,23 @@ def dump(manifest):
             ordered[key] = manifest[key]
     ordered["binaries"] = [_order(entry, BINARY_KEYS) for entry in manifest.get("binaries", [])]
     ordered["images"] = [_order(entry, IMAGE_KEYS) for entry in manifest.get("images", [])]
+    if manifest.get("releases"):
+        ordered["releases"] = [_release_ordered(release) for release in manifest["releases"]]
     lines = ["# slipway.cluster artifact bundle; format: docs/bundle.md"]
     _emit(ordered, 0, lines)
     return "\n".join(lines) + "\n"
+
+
+def _release_ordered(release):
+    ordered = _order(release, RELEASE_KEYS)
+    ordered["binaries"] = [_order(entry, BINARY_KEYS) for entry in release.get("binaries", [])]
+    ordered["images"] = [_order(entry, IMAGE_KEYS) for entry in release.get("images", [])]
+    return ordered
+
+
+def releases(data):
+    """Every Kubernetes release of a loaded manifest: the top-level one first, then `releases`."""
+    return [data] + list(data.get("releases") or [])
 
 
 def _order(entry, keys):
@@ -228,33 +245,59 @@ def validate(data):
     if data.get("format_version") != FORMAT_VERSION:
         problems.append("format_version: expected %d, got %r"
                         % (FORMAT_VERSION, data.get("format_version")))
-    if not isinstance(data.get("components"), dict):
-        problems.append("components: missing or not a mapping")
-    for section, keys in (("binaries", BINARY_KEYS), ("images", IMAGE_KEYS)):
-        entries = data.get(section)
-        if not isinstance(entries, list):
-            problems.append("%s: missing or not a list" % section)
+    _validate_release(data, "", "", problems)
+    extra = data.get("releases", [])
+    if not isinstance(extra, list):
+        problems.append("releases: not a list")
+        extra = []
+    seen = {data.get("kubernetes_version")}
+    for index, release in enumerate(extra):
+        where = "releases[%d]." % index
+        if not isinstance(release, dict):
+            problems.append("releases[%d]: not a mapping" % index)
             continue
-        for index, entry in enumerate(entries):
-            if not isinstance(entry, dict):
-                problems.append("%s[%d]: not a mapping" % (section, index))
-                continue
-            for key in keys:
-                if key not in entry:
-                    problems.append("%s[%d] (%s): no %s"
-                                    % (section, index, entry.get("path", "?"), key))
-            path = entry.get("path")
-            if isinstance(path, str) and not _inside(path):
-                problems.append("%s[%d]: path %r leaves the bundle or is outside bin/ and images/"
-                                % (section, index, path))
+        version = release.get("kubernetes_version")
+        if not isinstance(version, str) or not version:
+            problems.append("%skubernetes_version: missing or not a string" % where)
+        elif version in seen:
+            problems.append("%skubernetes_version: %s is in the bundle twice" % (where, version))
+        seen.add(version)
+        _validate_release(release, where, "%s/%s/" % (RELEASES_DIR, version), problems)
     if problems:
         raise ManifestError("manifest.yml is not valid:\n  " + "\n  ".join(problems))
 
 
-def _inside(relpath):
+def _validate_release(data, where, prefix, problems):
+    """One release's components, binaries and images; ``prefix`` is where its files must be."""
+    if not isinstance(data.get("components"), dict):
+        problems.append("%scomponents: missing or not a mapping" % where)
+    for section, keys in (("binaries", BINARY_KEYS), ("images", IMAGE_KEYS)):
+        entries = data.get(section)
+        if not isinstance(entries, list):
+            problems.append("%s%s: missing or not a list" % (where, section))
+            continue
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, dict):
+                problems.append("%s%s[%d]: not a mapping" % (where, section, index))
+                continue
+            for key in keys:
+                if key not in entry:
+                    problems.append("%s%s[%d] (%s): no %s"
+                                    % (where, section, index, entry.get("path", "?"), key))
+            path = entry.get("path")
+            if isinstance(path, str) and not _inside(path, prefix):
+                problems.append("%s%s[%d]: path %r leaves the bundle or is outside %sbin/ and "
+                                "%simages/" % (where, section, index, path, prefix, prefix))
+
+
+def _inside(relpath, prefix=""):
     norm = os.path.normpath(relpath)
     if os.path.isabs(relpath) or norm.startswith(".."):
         return False
+    if prefix:
+        if not norm.startswith(os.path.normpath(prefix) + os.sep):
+            return False
+        norm = norm[len(os.path.normpath(prefix)) + 1:]
     return norm.split(os.sep, 1)[0] in CONTENT_DIRS
 
 
@@ -269,7 +312,10 @@ def verify(bundle_dir, quick=False):
     data = load(bundle_dir)
     problems = []
     listed = set()
-    for entry in list(data["binaries"]) + list(data["images"]):
+    entries = []
+    for release in releases(data):
+        entries.extend(list(release["binaries"]) + list(release["images"]))
+    for entry in entries:
         relpath = os.path.normpath(entry["path"])
         listed.add(relpath)
         full = os.path.join(bundle_dir, relpath)
@@ -289,7 +335,7 @@ def verify(bundle_dir, quick=False):
         if actual != entry["sha256"]:
             problems.append("MISMATCH %s: %s says sha256 %s, file has sha256 %s"
                             % (entry["path"], MANIFEST_NAME, entry["sha256"], actual))
-    for top in CONTENT_DIRS:
+    for top in CONTENT_DIRS + (RELEASES_DIR,):
         root = os.path.join(bundle_dir, top)
         for dirpath, _dirs, files in os.walk(root):
             for name in files:

@@ -296,7 +296,8 @@ class SourceBackend:
             os.rmdir(built)
             self.steps.say("%s %s: built" % (component.name, component.version))
 
-        return self.steps.run("go-" + component.name, key, produce), key
+        # Named with the version: a bundle of two Kubernetes releases keeps both builds' steps.
+        return self.steps.run("go-%s-%s" % (component.name, component.version), key, produce), key
 
     def _append_log(self, name, part):
         with self._log_lock:
@@ -358,7 +359,7 @@ class SourceBackend:
             with open(os.path.join(tmp, "refs.json"), "w", encoding="utf-8") as handle:
                 json.dump(refs, handle, indent=1, sort_keys=True)
 
-        out = self.steps.run("kubeadm-images", key, produce)
+        out = self.steps.run("kubeadm-images-" + self.kubernetes_version, key, produce)
         with open(os.path.join(out, "refs.json"), encoding="utf-8") as handle:
             return json.load(handle), key
 
@@ -380,7 +381,7 @@ class SourceBackend:
             if proc.returncode != 0:
                 raise RuntimeError("%s failed:\n%s" % (" ".join(cmd), proc.stderr))
 
-        return self.steps.run("pause", key, produce), key
+        return self.steps.run("pause-" + tag, key, produce), key
 
     def _debian_root(self, deb_versions):
         key = steps.digest({"debs": deb_versions, "code": _code("debs.py")})
@@ -407,7 +408,9 @@ class SourceBackend:
             dockerarchive.write_image(os.path.join(tmp, "image.tar"), layer, spec.ref,
                                       **spec.config)
 
-        return os.path.join(self.steps.run("image-" + spec.name, key, produce), "image.tar")
+        tag = spec.ref.rsplit(":", 1)[-1]
+        return os.path.join(self.steps.run("image-%s-%s" % (spec.name, tag), key, produce),
+                            "image.tar")
 
     # --- the whole build ---------------------------------------------------------------------
     def build(self, deb_versions=None):

@@ -11,6 +11,11 @@ import re
 
 # The newest Kubernetes release that the Go module proxy serves and that builds with Go 1.26.
 DEFAULT_KUBERNETES_VERSION = "v1.37.1"
+# The releases a bundle holds by default: the current one (its files at the top of the bundle) and
+# the newest patch of the previous minor that the proxy serves (`go list -m k8s.io/kubernetes@v1.36.6`
+# answers "not available"), under releases/v1.36.5/, so a cluster of the previous minor can be built
+# and upgraded to the current one offline (docs/bundle.md).
+BUNDLE_KUBERNETES_VERSIONS = (DEFAULT_KUBERNETES_VERSION, "v1.36.5")
 
 ARCH = "amd64"
 

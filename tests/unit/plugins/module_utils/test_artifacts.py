@@ -70,7 +70,39 @@ def test_version_mismatch():
     problems = from_bundle(MANIFEST, "/b", "1.36.4", FakeBundle().checksum)[1]
     assert [str(p) for p in problems] == [
         "slipway_kubernetes_version: is 1.36.4 but the bundle at /b holds Kubernetes 1.37.1; "
-        "set slipway_kubernetes_version: 1.37.1 or build a bundle for 1.36.4"]
+        "set slipway_kubernetes_version to one of them or build a bundle for 1.36.4"]
+
+
+OLDER = {
+    "kubernetes_version": "v1.36.5",
+    "components": {},
+    "binaries": [{"path": "releases/v1.36.5/bin/kubeadm", "component": "kubernetes", "sha256": "1" * 64, "size": 1}],
+    "images": [{"path": "releases/v1.36.5/images/pause.tar", "name": "pause", "ref": "registry.k8s.io/pause:3.10.1",
+                "sha256": "2" * 64, "size": 1}],
+}
+TWO = {**MANIFEST, "releases": [OLDER]}
+TWO_SUMS = {**SUMS, "/b/releases/v1.36.5/bin/kubeadm": "1" * 64, "/b/releases/v1.36.5/images/pause.tar": "2" * 64}
+
+
+def test_a_second_release_of_the_bundle_is_picked_by_version():
+    older, problems = from_bundle(TWO, "/b", "1.36.5", FakeBundle(sums=TWO_SUMS).checksum)
+    assert problems == []
+    assert [(b["name"], b["src"]) for b in older["binaries"]] == [("kubeadm", "/b/releases/v1.36.5/bin/kubeadm")]
+    assert older["images"]["pause"]["ref"] == "registry.k8s.io/pause:3.10.1"
+    current = from_bundle(TWO, "/b", "1.37.1", FakeBundle(sums=TWO_SUMS).checksum)[0]
+    assert current["images"]["pause"]["ref"] == "registry.k8s.io/pause:3.10.2"
+
+
+def test_a_second_release_is_checked_file_by_file_and_named_when_missing():
+    sums = {**TWO_SUMS, "/b/releases/v1.36.5/images/pause.tar": "0" * 64}
+    problems = from_bundle(TWO, "/b", "1.36.5", FakeBundle(sums=sums).checksum)[1]
+    assert [str(p) for p in problems] == [
+        f"bundle file releases/v1.36.5/images/pause.tar: manifest.yml says sha256 {'2' * 64}, the file has sha256 "
+        f"{'0' * 64}; copy or build the bundle again"]
+    problems = from_bundle(TWO, "/b", "1.36.4", FakeBundle(sums=TWO_SUMS).checksum)[1]
+    assert str(problems[0]) == (
+        "slipway_kubernetes_version: is 1.36.4 but the bundle at /b holds Kubernetes 1.37.1 and 1.36.5; "
+        "set slipway_kubernetes_version to one of them or build a bundle for 1.36.4")
 
 
 @pytest.mark.parametrize("manifest,expected", [
