@@ -243,6 +243,17 @@ def parse_nodes(specs: Iterable[str]) -> dict[str, Node]:
     return nodes
 
 
+# Lab nodes are containers on one host disk: the kubelets' image garbage collection and disk-pressure
+# eviction would measure the host's disk, filled by builds beside the lab (kubelet counts capacity
+# minus available, so 15% free on the host removed the pause and test images from every node).
+LAB_KUBELET_CONFIGURATION: dict[str, Any] = {
+    "imageGCHighThresholdPercent": 100,
+    "imageGCLowThresholdPercent": 99,
+    "evictionHard": {"imagefs.available": "1%", "nodefs.available": "1%", "nodefs.inodesFree": "1%",
+                     "memory.available": "100Mi"},
+}
+
+
 def parse_vars(pairs: Iterable[str]) -> dict[str, Any]:
     """KEY=VALUE, the value read as YAML (so 3 is a number and [a, b] a list)."""
     result: dict[str, Any] = {}
@@ -445,6 +456,7 @@ def render_inventory(cluster: Cluster, key: Path, extra_vars: dict[str, Any]) ->
         "slipway_lab_cluster": cluster.name,
         "slipway_lab_subnet": cluster.subnet,
         "slipway_lab_vip": cluster.vip,
+        "control_plane_kubelet_configuration": LAB_KUBELET_CONFIGURATION,
     }
     document = {"all": {"vars": {**lab_vars, **extra_vars}, "hosts": hosts, "children": children}}
     header = (f"{INVENTORY_HEADER} for lab cluster '{cluster.name}' ({cluster.subnet}); "
