@@ -51,7 +51,6 @@ class LocalBundle:
                 digest.update(block)
         return digest.hexdigest()
 
-
     def yaml_file(self, path):
         try:
             found = self._find(path) if self._find else path
