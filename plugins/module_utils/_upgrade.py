@@ -175,9 +175,13 @@ def upgrade_plan(
         lines = [line for line in str(kubeadm_plan.get("stderr") or kubeadm_plan.get("stdout") or "").splitlines() if line.strip()]
         problems.append(f"kubeadm upgrade plan {target_text} refuses: {' / '.join(lines[-3:]) or 'exit ' + str(kubeadm_plan.get('rc'))}")
 
+    # A node at the target that is still cordoned: an upgrade interrupted between its Ready wait and its uncordon.
+    uncordon = [name for name in inventory if name in nodes and name not in todo and name not in newer
+                and nodes[name].get("unschedulable")]
     return {
         "target": target_text,
         "start": start,
+        "uncordon": uncordon,
         "problems": problems,
         "todo": todo,
         "todo_control_planes": todo_control_planes,

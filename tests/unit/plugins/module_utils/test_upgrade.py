@@ -195,3 +195,12 @@ def test_summary_names_each_node_before_and_after():
         "cp3: 1.36.5 -> 1.37.1, Ready", "w1: 1.36.5 -> 1.37.1, Ready", "w2: 1.36.5 -> 1.37.1, NotReady"]
     done = plan(running=after, static_pods=pods("1.37.1"), cluster_version="v1.37.1")
     assert upgrade_summary(done, after)[0] == "Kubernetes 1.37.1 -> 1.37.1 (nothing was left to upgrade)"
+
+
+def test_a_node_at_the_target_left_cordoned_is_uncordoned_not_upgraded_again():
+    result = running({"cp1": "v1.37.1"})
+    result["nodes"]["cp1"]["unschedulable"] = True
+    result["nodes"]["w1"]["unschedulable"] = True
+    planned = plan(running=result, static_pods=pods(cp1="1.37.1"), cluster_version="v1.37.1")
+    assert planned["uncordon"] == ["cp1"]
+    assert planned["todo_control_planes"] == ["cp2", "cp3"] and "w1" in planned["todo_workers"]
