@@ -225,10 +225,10 @@ def main():
         module.warn("certificate request %s (node %s) left pending: %s" % (item["name"], item["node"] or "-", item["reason"]))
     if missing and not module.check_mode:
         reasons = {item["node"]: item["reason"] for item in result["refused"] if item["node"]}
+        none_sent = "its kubelet sent none (is serverTLSBootstrap on, and the kubelet running?)"
+        why = "; ".join("%s: %s" % (name, reasons.get(name, none_sent)) for name in missing)
         module.fail_json(msg="no serving certificate request of %s could be approved within %d s: %s" % (
-            ", ".join(missing), module.params["timeout"],
-            "; ".join("%s: %s" % (name, reasons.get(name, "its kubelet sent none (is serverTLSBootstrap on, and the "
-                                                       "kubelet running?)")) for name in missing)), **result)
+            ", ".join(missing), module.params["timeout"], why), **result)
     module.exit_json(**result)
 
 

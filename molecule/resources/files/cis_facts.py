@@ -34,7 +34,7 @@ def flags(argv):
     found = {}
     for arg in argv[1:]:
         if arg.startswith("--"):
-            name, _, value = arg[2:].partition("=")
+            name, dummy, value = arg[2:].partition("=")
             found[name] = value
     return found
 
