@@ -50,6 +50,8 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "slipway_artifacts_mirror_url": "",
     "slipway_artifacts_registry_mirror": "",
     "slipway_kubesphere_enabled": False,
+    "slipway_hardening": "cis",
+    "slipway_secrets_encryption": True,
 }
 
 # slipway_* names that are ours but not settings of the model: the model's own fact, and the lab's
@@ -77,7 +79,15 @@ ROLE_DEFAULTS: dict[str, Any] = {
     "node_join_token_ttl": "15m",
     "metrics_server_replicas": 1,
     "metrics_server_kubelet_preferred_address_types": ["InternalIP"],
+    "control_plane_audit_log_maxage": 30,
+    "control_plane_audit_log_maxbackup": 10,
+    "control_plane_audit_log_maxsize": 100,
+    "control_plane_audit_policy_src": "",
+    "control_plane_encryption_provider": "aescbc",
+    "control_plane_kubelet_pod_pids_limit": 4096,
 }
+HARDENING = ("cis", "none")
+ENCRYPTION_PROVIDERS = ("aescbc", "secretbox")
 KUBE_PROXY_MODES = ("iptables", "nftables", "ipvs")
 FLANNEL_BACKENDS = ("vxlan", "host-gw", "wireguard", "udp", "ipip")
 KUBELET_ADDRESS_TYPES = ("InternalIP", "ExternalIP", "Hostname", "InternalDNS", "ExternalDNS")
@@ -499,6 +509,7 @@ def _check_roles(col: _Collector, role: Mapping[str, Any], lb_mode: str, cni: st
         if len(lb_hosts) > 100:
             col.error("group loadbalancer", f"has {len(lb_hosts)} hosts; keepalived takes at most 100")
     _check_registries(col, role)
+    _check_hardening(col, role)
     ttl = str(role["node_join_token_ttl"]).strip()
     if not ttl or not re.match(r"^([0-9]+h)?([0-9]+m)?([0-9]+s)?$", ttl):
         col.error("node_join_token_ttl", f"'{role['node_join_token_ttl']}' is not a duration; set one such as 15m or 1h")
@@ -519,6 +530,22 @@ def _check_roles(col: _Collector, role: Mapping[str, Any], lb_mode: str, cni: st
     elif kubesphere and merge_type == "replace" and not configuration:
         col.error("kubesphere_cluster_configuration", "is empty with kubesphere_cluster_configuration_merge_type "
                   "replace, which would empty the stored spec; give the ClusterConfiguration")
+
+
+def _check_hardening(col: _Collector, role: Mapping[str, Any]) -> None:
+    """The audit log's limits (the CIS benchmark asks for at least 30 days, 10 files, 100 MB), the
+    encryption provider and the pods' process limit."""
+    for name, low in (("control_plane_audit_log_maxage", 0), ("control_plane_audit_log_maxbackup", 0),
+                      ("control_plane_audit_log_maxsize", 1)):
+        _int(col, name, role[name], low, 100000, "a number (days, files or megabytes)")
+    if role["control_plane_encryption_provider"] not in ENCRYPTION_PROVIDERS:
+        col.error("control_plane_encryption_provider", f"unknown value '{role['control_plane_encryption_provider']}'; "
+                  f"set one of: {', '.join(ENCRYPTION_PROVIDERS)}")
+    _int(col, "control_plane_kubelet_pod_pids_limit", role["control_plane_kubelet_pod_pids_limit"], -1, 2**22,
+         "a number of processes per pod (-1 for no limit)")
+    if not isinstance(role["control_plane_audit_policy_src"], str):
+        col.error("control_plane_audit_policy_src", "is not a path; give the path of an audit Policy file on the "
+                  "controller, or leave it empty for the collection's policy")
 
 
 def _check_cluster_configuration_file(col: _Collector, path: str, reader: BundleReader) -> None:
@@ -608,6 +635,8 @@ def build_model(
     etcd_mode = _choice(col, "slipway_etcd_mode", settings["slipway_etcd_mode"], ETCD_MODES)
     source = _choice(col, "slipway_artifacts_source", settings["slipway_artifacts_source"], ARTIFACT_SOURCES)
     kubesphere = _bool(col, "slipway_kubesphere_enabled", settings["slipway_kubesphere_enabled"])
+    hardening = _choice(col, "slipway_hardening", settings["slipway_hardening"], HARDENING)
+    encryption = _bool(col, "slipway_secrets_encryption", settings["slipway_secrets_encryption"])
     if lb_group and lb_mode in ("local_haproxy", "external"):
         col.warn("group loadbalancer", f"its hosts are only used with slipway_lb_mode vip; with {lb_mode} they get nothing")
 
@@ -648,6 +677,9 @@ def build_model(
         # url_host: the address as it goes into a URL or host:port (IPv6 in brackets).
         nodes[host] = {"name": host, "address": addresses[host], "url_host": f"[{address}]" if ":" in address else address,
                        "roles": roles, "kubernetes": host in cluster_hosts}
+        if host in control_planes:
+            # This control plane's own API server, straight (not through the endpoint's load balancer).
+            nodes[host]["api_url"] = f"https://{nodes[host]['url_host']}:{endpoint['apiserver_port']}"
     return {
         "name": settings["slipway_cluster_name"],
         "kubernetes_version": version,
@@ -663,6 +695,8 @@ def build_model(
         "artifacts_source": source,
         "artifacts": artifacts,
         "kubesphere_enabled": kubesphere,
+        "hardening": hardening,
+        "secrets_encryption": encryption,
         "endpoint": endpoint,
         "control_planes": control_planes,
         "first_control_plane": control_planes[0],

@@ -404,6 +404,14 @@ def test_a_wrong_type_is_one_line_naming_the_variable_the_value_and_what_is_expe
     ({"slipway_dns_domain": "cluster_local"}, "slipway_dns_domain: 'cluster_local' is not a DNS domain"),
     ({"node_join_token_ttl": "15 minutes"}, "node_join_token_ttl: '15 minutes' is not a duration; set one such as 15m"),
     ({"metrics_server_replicas": "0"}, "metrics_server_replicas: '0' is not a number of replicas; set 1 or more"),
+    ({"slipway_hardening": "strict"}, "slipway_hardening: unknown value 'strict'; set one of: cis, none"),
+    ({"slipway_secrets_encryption": "maybe"}, "slipway_secrets_encryption: 'maybe' is not a boolean"),
+    ({"control_plane_audit_log_maxage": "a month"}, "control_plane_audit_log_maxage: 'a month' is not a number"),
+    ({"control_plane_audit_log_maxsize": 0}, "control_plane_audit_log_maxsize: '0' is not a number"),
+    ({"control_plane_encryption_provider": "aesgcm"}, "control_plane_encryption_provider: unknown value 'aesgcm'; "
+     "set one of: aescbc, secretbox"),
+    ({"control_plane_kubelet_pod_pids_limit": "many"}, "control_plane_kubelet_pod_pids_limit: 'many' is not a number"),
+    ({"control_plane_audit_policy_src": ["policy.yaml"]}, "control_plane_audit_policy_src: is not a path"),
     ({"metrics_server_kubelet_preferred_address_types": ["InternalIp"]},
      "metrics_server_kubelet_preferred_address_types: '['InternalIp']' is not a list of InternalIP, ExternalIP"),
 ])
@@ -520,3 +528,12 @@ def test_a_good_cluster_configuration_file_passes_and_is_not_read_without_kubesp
     build_model(GOOD_GROUPS, GOOD_HOSTVARS, {"slipway_kubesphere_enabled": True,
                                              "kubesphere_cluster_configuration": "cc.yml"}, bundle=good)
     build_model(GOOD_GROUPS, GOOD_HOSTVARS, {"kubesphere_cluster_configuration": "missing.yml"}, bundle=FilesOnly({}))
+
+
+def test_the_model_says_how_the_cluster_is_hardened_and_where_each_api_server_answers():
+    model = build()
+    assert model["hardening"] == "cis" and model["secrets_encryption"] is True
+    assert model["nodes"]["cp1"]["api_url"] == "https://" + model["nodes"]["cp1"]["url_host"] + ":6443"
+    assert "api_url" not in model["nodes"]["w1"]
+    model = build(slipway_hardening="none", slipway_secrets_encryption="false")
+    assert model["hardening"] == "none" and model["secrets_encryption"] is False
