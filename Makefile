@@ -28,13 +28,14 @@ SCENARIOS   ?= lifecycle ha vip kubesphere artifacts loadbalancer loadbalancer_l
 TEST_LANES  ?= 2
 SCENARIO    ?= preinstall
 
-.PHONY: help deps venv collection bundle bundle-verify lab lab-down lab-status bench bench-scale bench-preflight lint sanity units integration molecule test clean
+.PHONY: help deps venv collection bundle bundle-verify lab lab-down lab-status bench bench-scale bench-upgrade bench-preflight lint sanity units integration molecule test clean
 
 help:
 	@echo "make lab        bring up the podman lab and run site.yml on it"
 	@echo "make test       everything CI runs: lint, sanity, units, integration, every Molecule scenario"
 	@echo "make bench      site.yml on a fresh lab cluster, then a rerun: wall times and task results per host"
 	@echo "make bench-scale  the same cluster grown by one worker with scale.yml (BENCH_ADD)"
+	@echo "make bench-upgrade  the same cluster made at the older release, then upgrade.yml under a client"
 	@echo "make lint | sanity | units | integration | molecule SCENARIO=name | lab-down | lab-status"
 
 # System packages (Debian 12). Installed only when something is missing.
@@ -86,6 +87,13 @@ BENCH_BIG_NODES ?= $(LAB_NODES) w3:kube_node w4:kube_node w5:kube_node w6:kube_n
 bench-scale: deps venv collection bundle
 	$(PY) tools/bench.py --cluster $(BENCH_CLUSTER) $(addprefix --node ,$(LAB_NODES)) $(addprefix --add ,$(BENCH_ADD)) \
 	  $(addprefix --vars ,$(LAB_VARS)) --log-dir $(CACHE)/bench-scale $(if $(BENCH_KEEP),--keep)
+
+# Upgrade a fresh lab cluster of LAB_NODES from the bundle's older release to its current one with
+# upgrade.yml while a client requests a web Deployment every 0.2 s: the wall time, the failed requests,
+# and a rerun that changes nothing (docs/performance.md).
+bench-upgrade: deps venv collection bundle
+	$(PY) tools/bench.py --cluster $(BENCH_CLUSTER) $(addprefix --node ,$(LAB_NODES)) --upgrade \
+	  $(addprefix --vars ,$(LAB_VARS)) --log-dir $(CACHE)/bench-upgrade $(if $(BENCH_KEEP),--keep)
 
 # Preflight's first stage at fleet size: the model and site.yml's list of problems for 10, 100 and
 # 1,000 generated hosts, no host contacted (docs/performance.md).

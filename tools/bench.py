@@ -4,18 +4,24 @@ that must change nothing. Prints wall times and task results per host (from PLAY
 runs as a Markdown table, for docs/performance.md.
 
     tools/bench.py --cluster bench --node cp1:kube_control_plane,etcd ... [--vars KEY=VALUE ...]
-                   [--add w3:kube_node ...] [--keep] [--log-dir DIR]
+                   [--add w3:kube_node ...] [--upgrade] [--keep] [--log-dir DIR]
 
 With --add, the added machines are started with the others but left out of the inventory's groups;
 after the first run they are put in their groups and playbooks/scale.yml adds them (timed), then runs
 again: the figures of growing the cluster, and the results on the hosts that were there before. Then
 playbooks/remove_node.yml takes them away again, and runs a second time.
 
+With --upgrade, the cluster is made at the bundle's older release (manifest.yml's releases), a web Deployment
+behind a PodDisruptionBudget (molecule/resources/templates/web.yml.j2) is requested every 0.2 s through the
+first worker's NodePort by molecule/lifecycle/files/client.py, and playbooks/upgrade.yml takes the cluster to
+the bundle's current release (timed), then runs again; the client's count of failed requests is printed.
+
 Run with the controller virtualenv's python, as root (the lab needs it); `make bench` does.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -23,7 +29,10 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
+BUNDLE = ROOT / "bundle"
 LAB = ROOT / "lab" / "lab.py"
 RECAP = re.compile(r"^(?P<host>\S+)\s+:\s+(?P<counts>(?:\w+=\d+\s*)+)$")
 
@@ -58,6 +67,38 @@ def run(argv: list[str], log: Path | None = None) -> tuple[float, str]:
     return took, proc.stdout
 
 
+def upgrade_versions(manifest: dict) -> tuple[str, str]:
+    """(older, current) Kubernetes versions without the v, from the bundle's manifest.yml."""
+    releases = manifest.get("releases") or []
+    if not releases:
+        raise SystemExit("the bundle holds one Kubernetes release: --upgrade needs an older one (docs/bundle.md)")
+    return releases[0]["kubernetes_version"].lstrip("v"), manifest["kubernetes_version"].lstrip("v")
+
+
+def web_manifest(namespace: str, busybox: str) -> str:
+    """The web workload of the day-2 checks, rendered as molecule/upgrade/verify.yml renders it."""
+    import jinja2  # ansible's dependency: in the controller virtualenv
+
+    template = (ROOT / "molecule" / "resources" / "templates" / "web.yml.j2").read_text(encoding="utf-8")
+    return jinja2.Template(template).render(web_namespace=namespace, busybox=busybox)
+
+
+class Client:
+    """molecule/lifecycle/files/client.py in the background: a request every 0.2 s, failures counted."""
+
+    def __init__(self, url: str, out: Path):
+        self.out = out
+        self.proc = subprocess.Popen(  # pylint: disable=consider-using-with
+            [sys.executable, str(ROOT / "molecule" / "lifecycle" / "files" / "client.py"), f"--url={url}",
+             f"--out={out}", "--interval=0.2", "--max-seconds=3600"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop(self) -> dict:
+        self.out.with_name(self.out.name + ".stop").touch()
+        self.proc.wait(timeout=30)
+        return json.loads(self.out.read_text(encoding="utf-8"))
+
+
 def table(runs: list[tuple[str, float, dict[str, dict[str, int]]]]) -> str:
     hosts = sorted({host for run_ in runs for host in run_[2]})
     lines = ["| run | wall time | host | ok | changed | skipped | failed | task results |",
@@ -72,6 +113,25 @@ def table(runs: list[tuple[str, float, dict[str, dict[str, int]]]]) -> str:
     return "\n".join(lines)
 
 
+def serve_web(inventory: str, manifest: dict, logs: Path) -> Client:
+    """The web workload applied with the bundle's kubectl, available, answering; then the client started."""
+    busybox = next(image["ref"] for image in manifest["images"] if image["name"] == "busybox")
+    kubectl = [str(BUNDLE / "bin" / "kubectl"), "--kubeconfig", str(Path(inventory).parent / "artifacts" / "admin.conf")]
+    subprocess.run(kubectl + ["apply", "-f", "-"], input=web_manifest("bench", busybox), text=True, check=True,
+                   stdout=subprocess.DEVNULL)
+    subprocess.run(kubectl + ["--namespace", "bench", "rollout", "status", "deployment/web", "--timeout=300s"],
+                   check=True, stdout=subprocess.DEVNULL)
+    lab_inventory = yaml.safe_load(Path(inventory).read_text(encoding="utf-8"))["all"]
+    worker = next(iter(lab_inventory["children"]["kube_node"]["hosts"]))
+    url = f"http://{lab_inventory['hosts'][worker]['ip']}:30080/"
+    client = Client(url, logs / "client.json")
+    for _ in range(120):
+        if client.out.exists() and json.loads(client.out.read_text(encoding="utf-8") or "{}").get("requests", 0) >= 10:
+            break
+        time.sleep(1)
+    return client
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cluster", default="bench")
@@ -82,7 +142,15 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
     parser.add_argument("--add", action="append", default=[], metavar="NAME:GROUPS",
                         help="a machine scale.yml adds after the first run (repeat)")
+    parser.add_argument("--upgrade", action="store_true",
+                        help="create at the bundle's older release, then time upgrade.yml to its current one")
     args = parser.parse_args()
+    if args.upgrade and args.add:
+        parser.error("--upgrade and --add are separate benchmarks")
+    manifest = yaml.safe_load((BUNDLE / "manifest.yml").read_text(encoding="utf-8")) if args.upgrade else {}
+    if args.upgrade:
+        older, current = upgrade_versions(manifest)
+        args.vars.append(f"slipway_kubernetes_version={older}")
     logs = Path(args.log_dir)
     logs.mkdir(parents=True, exist_ok=True)
     python = sys.executable
@@ -107,14 +175,26 @@ def main() -> int:
         remove = playbook[:-1] + [str(ROOT / "playbooks" / "remove_node.yml"), "-e", f"remove_node_names={added_names}"]
         steps = [("first run", playbook), ("scale", scale), ("scale rerun", scale),
                  ("remove_node", remove), ("remove_node rerun", remove)]
+    client_counts = None
+    if args.upgrade:
+        upgrade = playbook[:-1] + [str(ROOT / "playbooks" / "upgrade.yml"), "-e", f"slipway_kubernetes_version={current}"]
+        steps = [("first run", playbook), ("upgrade", upgrade), ("upgrade rerun", upgrade)]
+    client = None
     try:
         for name, argv in steps:
             if name == "scale":
                 up(added_groups=True)
+            if name == "upgrade":
+                client = serve_web(args.inventory, manifest, logs)
             print(f"== {name} (log: {logs / (name.replace(' ', '-') + '.log')})", flush=True)
             took, output = run(argv, logs / f"{name.replace(' ', '-')}.log")
             results.append((name, took, recap(output)))
+            if name == "upgrade":
+                client_counts = client.stop()
+                client = None
     finally:
+        if client:
+            client.stop()
         if not args.keep:
             run(lab + ["down", "--cluster", args.cluster])
     changed = sum(c.get("changed", 0) for c in results[-1][2].values())
@@ -124,8 +204,12 @@ def main() -> int:
         before = {host: c for host, c in results[1][2].items() if host not in added}
         print(f"scale.yml: {results[1][1]:.0f} s; on the {len(before)} hosts that were there before: "
               f"{sum(c.get('changed', 0) for c in before.values())} changed\n")
+    if client_counts is not None:
+        print(f"upgrade.yml {older} -> {current}: {results[1][1]:.0f} s; the client made {client_counts['requests']} "
+              f"requests every 0.2 s through the first worker's NodePort, {client_counts['failures']} failed "
+              f"{client_counts['first_failures']}\n")
     print(table(results))
-    return 0 if changed == 0 else 1
+    return 0 if changed == 0 and not (client_counts or {}).get("failures") else 1
 
 
 if __name__ == "__main__":

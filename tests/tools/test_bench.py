@@ -40,3 +40,27 @@ def test_table_counts_task_results_per_host():
     assert lines[2] == "| first run | 200 s | cp1 | 74 | 0 | 35 | 0 | 109 |"
     assert lines[3] == "|  |  | w1 | 36 | 2 | 24 | 0 | 60 |"
     assert lines[4].startswith("| rerun | 81 s | cp1 |")
+
+
+def test_upgrade_versions_are_the_older_release_and_the_current_one():
+    manifest = {"kubernetes_version": "v1.37.1", "releases": [{"kubernetes_version": "v1.36.5"}]}
+    assert bench.upgrade_versions(manifest) == ("1.36.5", "1.37.1")
+
+
+def test_upgrade_needs_an_older_release_in_the_bundle():
+    try:
+        bench.upgrade_versions({"kubernetes_version": "v1.37.1"})
+    except SystemExit as exc:
+        assert "one Kubernetes release" in str(exc)
+    else:
+        raise AssertionError("a bundle of one release was accepted")
+
+
+def test_web_manifest_is_the_scenarios_workload_in_the_namespace_given():
+    import yaml
+
+    documents = list(yaml.safe_load_all(bench.web_manifest("bench", "registry.example/busybox:1")))
+    assert [d["kind"] for d in documents] == ["Namespace", "Deployment", "PodDisruptionBudget", "Service"]
+    assert {d["metadata"].get("namespace", d["metadata"]["name"]) for d in documents} == {"bench"}
+    assert documents[1]["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.example/busybox:1"
+    assert documents[2]["spec"]["minAvailable"] == 1
