@@ -1,0 +1,1 @@
+"""slipway-operator: reconciles the KubeSphere ClusterConfiguration in the cluster (docs/kubesphere.md)."""

@@ -1,0 +1,152 @@
+"""The operator's decisions in pure Python (no kopf, no Kubernetes client): every rule is a unit test.
+
+- ``Debouncer``: a burst of triggers becomes one reconcile, run once the burst has been quiet for
+  ``quiet`` seconds (but never later than ``max_wait`` after its first trigger).
+- ``backoff_delay``: when a failed component is retried.
+- ``component_states`` / ``status_counts``: the components and their statuses as the collection's
+  own catalogue (plugins/module_utils/_cluster_configuration.py) reads them from the resource.
+- ``transitions``: the Events a reconcile posts, from the statuses before and after it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+STATUSES = ("enabled", "failed", "disabled")
+
+# Event reasons, one per transition a reconcile can make (kubectl describe cc ks-installer shows them).
+REASON_INSTALLED = "ComponentInstalled"
+REASON_REAPPLIED = "ComponentReapplied"
+REASON_REMOVED = "ComponentRemoved"
+REASON_FAILED = "ComponentFailed"
+REASON_RECONCILE_FAILED = "ReconcileFailed"
+
+
+@dataclass
+class Debouncer:
+    """Coalesces triggers: ``due(now)`` turns true ``quiet`` s after the last trigger of a burst.
+
+    ``max_wait`` bounds how long a steady stream of edits can postpone the reconcile.
+    """
+
+    quiet: float
+    max_wait: float
+    _first: float | None = None
+    _last: float | None = None
+    _reasons: list[str] = field(default_factory=list)
+
+    def trigger(self, reason: str, now: float) -> None:
+        if self._first is None:
+            self._first = now
+        self._last = now
+        if reason not in self._reasons:
+            self._reasons.append(reason)
+
+    @property
+    def pending(self) -> bool:
+        return self._first is not None
+
+    def deadline(self) -> float | None:
+        """When the pending burst becomes due, or None when nothing is pending."""
+        if self._first is None or self._last is None:
+            return None
+        return min(self._last + self.quiet, self._first + self.max_wait)
+
+    def due(self, now: float) -> bool:
+        deadline = self.deadline()
+        return deadline is not None and now >= deadline
+
+    def take(self) -> list[str]:
+        """The reasons of the burst, which is then forgotten (triggers after this start a new one)."""
+        reasons, self._reasons = self._reasons, []
+        self._first = self._last = None
+        return reasons
+
+
+def backoff_delay(attempt: int, base: float, maximum: float) -> float:
+    """Seconds before retry number ``attempt`` (1 for the first retry): base, 2 base, 4 base... up to maximum."""
+    if attempt < 1:
+        return 0.0
+    return float(min(maximum, base * (2 ** min(attempt - 1, 32))))
+
+
+def load_catalogue(collection_root: Path) -> tuple:
+    """The component catalogue of the collection the operator runs (one implementation with the playbook)."""
+    path = Path(collection_root) / "plugins" / "module_utils" / "_cluster_configuration.py"
+    name = "slipway_operator._cluster_configuration"
+    if name in sys.modules:
+        return sys.modules[name].CATALOGUE
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module.CATALOGUE
+
+
+def _entry(status: Any, path: tuple) -> dict | None:
+    value = status
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value if isinstance(value, dict) else None
+
+
+def component_states(status: dict | None, catalogue) -> dict[str, dict]:
+    """Each component with a status entry: {name: {status, specHash, reason}}."""
+    states = {}
+    for component in catalogue:
+        entry = _entry(status or {}, tuple(component.status_path))
+        if entry is None or entry.get("status") not in STATUSES:
+            continue
+        record = entry.get("slipway") if isinstance(entry.get("slipway"), dict) else {}
+        states[component.name] = {"status": entry["status"], "specHash": record.get("specHash"),
+                                  "reason": record.get("reason")}
+    return states
+
+
+def status_counts(states: dict[str, dict]) -> dict[str, int]:
+    """How many components have each status (every status named, zeros included, for a gauge)."""
+    counts = dict.fromkeys(STATUSES, 0)
+    for state in states.values():
+        counts[state["status"]] += 1
+    return counts
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One Event to post: Normal or Warning, its reason and message."""
+
+    component: str
+    type: str
+    reason: str
+    message: str
+
+
+def transitions(before: dict[str, dict], after: dict[str, dict]) -> list[Transition]:
+    """What a reconcile did to each component, read from the statuses before and after it."""
+    result = []
+    for name, state in after.items():
+        old = before.get(name)
+        if state["status"] == "failed":
+            if old != state:
+                reason = state.get("reason") or "no reason recorded"
+                result.append(Transition(name, "Warning", REASON_FAILED, f"{name} failed: {reason}"))
+        elif state["status"] == "enabled":
+            if old is None or old["status"] != "enabled":
+                result.append(Transition(name, "Normal", REASON_INSTALLED, f"{name} installed"))
+            elif old.get("specHash") != state.get("specHash"):
+                result.append(Transition(name, "Normal", REASON_REAPPLIED, f"{name} reapplied after its spec changed"))
+        elif state["status"] == "disabled" and old is not None and old["status"] != "disabled":
+            result.append(Transition(name, "Normal", REASON_REMOVED, f"{name} removed"))
+    return result
+
+
+def failed_components(states: dict[str, dict]) -> list[str]:
+    return sorted(name for name, state in states.items() if state["status"] == "failed")

@@ -1,0 +1,194 @@
+"""slipway-operator (operator/slipway_operator) against a real kube-apiserver (kube_apiserver.py).
+
+The operator runs as a local process with the admin kubeconfig, exactly as in its pod but for the
+kubeconfig: it takes the Lease, watches the ClusterConfiguration with kopf and reconciles through
+ansible-runner and playbooks/kubesphere.yml. The test never runs ansible-playbook itself: it only
+patches the resource and reads the cluster, the Events and the operator's /metrics.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from kube_apiserver import fixture_kube_api, free_port, stop_processes  # noqa: F401  pylint: disable=unused-import  # the session fixture
+from test_cluster_configuration_api import CC_PATH, CRD_PATH, SLIPWAY_CRD, ensure_namespace, remove_crd, wait_for
+
+RULER_PATH = "/apis/monitoring.coreos.com/v1/namespaces/kubesphere-monitoring-system/thanosrulers/kubesphere"
+LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/kubesphere-system/leases/slipway-operator"
+EVENTS_PATH = "/api/v1/namespaces/kubesphere-system/events"
+MERGE = "application/merge-patch+json"
+MONITORING_CRDS = ROOT / "roles" / "kubesphere" / "files" / "crds" / "monitoring.coreos.com.yml"
+# What ks-installer leaves after installing KubeSphere's defaults (tests/unit/fixtures/ks-installer-v3.3-status.yaml):
+# core and monitoring enabled, without slipway's record, so they count as installed and current. The
+# operator then starts on a cluster with nothing to do, as it does after moving from ks-installer.
+KS_INSTALLER_STATUS = {"core": {"status": "enabled", "enabledTime": "2023-06-21T12:20:31CST", "version": "v3.4.1"},
+                       "monitoring": {"status": "enabled", "enabledTime": "2023-06-21T12:26:53CST"}}
+
+
+def metrics(port: int) -> dict[str, float]:
+    """The operator's /metrics as {'name{labels}': value}."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    values = {}
+    for line in text.splitlines():
+        match = re.match(r"^(slipway_operator_[a-z_]+(?:\{[^}]*\})?) (\S+)$", line)
+        if match:
+            values[match.group(1)] = float(match.group(2))
+    return values
+
+
+def component_status(kube_api, key: str) -> str | None:
+    obj = kube_api.request("get", CC_PATH) or {}
+    return ((obj.get("status") or {}).get(key) or {}).get("status")
+
+
+def event_reasons(kube_api) -> list[tuple[str, str]]:
+    events = kube_api.request("get", EVENTS_PATH)["items"]
+    return [(event["reason"], event["message"]) for event in events
+            if event.get("reportingComponent") == "slipway-operator"]
+
+
+@pytest.fixture(name="operator", scope="module")
+def fixture_operator(kube_api, tmp_path_factory):
+    """A fresh ClusterConfiguration (empty spec) and the operator process watching it."""
+    workdir = tmp_path_factory.mktemp("operator")
+    remove_crd(kube_api)
+    kube_api.request("post", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=yaml.safe_load(SLIPWAY_CRD.read_text()))
+    wait_for(lambda: any(c["type"] == "Established" and c["status"] == "True"
+                         for c in (kube_api.request("get", CRD_PATH).get("status") or {}).get("conditions") or []),
+             "the CRD to be established")
+    # monitoring's CRDs, as its installation left them (alerting's ThanosRuler is one of them).
+    for crd in yaml.safe_load(MONITORING_CRDS.read_text()):
+        if crd and kube_api.request("get", f"{CRD_PATH.rsplit('/', 1)[0]}/{crd['metadata']['name']}") is None:
+            kube_api.request("post", CRD_PATH.rsplit("/", 1)[0], body=crd)
+    ensure_namespace(kube_api, "kubesphere-system")
+    ensure_namespace(kube_api, "kubesphere-monitoring-system")
+    wait_for(lambda: _create_cc(kube_api), "the ClusterConfiguration to be created")
+    kube_api.request("patch", CC_PATH + "/status", body={"status": KS_INSTALLER_STATUS}, content_type=MERGE)
+    extra = workdir / "vars.yml"
+    # No kubelet here: Deployments never get pods, so the role must not wait for them; nothing is pulled.
+    extra.write_text(yaml.safe_dump({"kubesphere_wait": False, "kubesphere_image_pull_policy": "Never"}))
+    port = free_port()
+    log = workdir / "operator.log"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "operator"), "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}",
+           }
+    # As in its pod: no ansible.cfg, no KUBECONFIG; everything it needs is on its command line.
+    for name in ("KUBECONFIG", "ANSIBLE_CONFIG", "K8S_AUTH_KUBECONFIG"):
+        env.pop(name, None)
+    with log.open("wb") as handle:
+        proc = subprocess.Popen(  # pylint: disable=consider-using-with  # stopped below
+            [str(ROOT / ".venv" / "bin" / "python"), "-m", "slipway_operator", "--kubeconfig", str(kube_api.kubeconfig),
+             "--collections-path", str(ROOT / ".cache" / "collections"), "--extra-vars", str(extra), "--port", str(port),
+             "--debounce", "1", "--resync", "3600", "--identity", "test-operator", "--workdir", str(workdir / "runner")],
+            env=env, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_operator((proc, port, log), lambda: _answers(port), "the operator's /readyz to answer")
+        yield proc, port, log
+    finally:
+        stop_processes([proc])
+
+
+def _answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
+
+
+def _create_cc(kube_api) -> bool:
+    try:
+        kube_api.request("post", CC_PATH.rsplit("/", 1)[0], body={
+            "apiVersion": "installer.kubesphere.io/v1alpha1", "kind": "ClusterConfiguration",
+            "metadata": {"name": "ks-installer", "namespace": "kubesphere-system"}, "spec": {}})
+    except Exception:  # pylint: disable=broad-exception-caught  # the CRD's API may take a moment to be served
+        return False
+    return True
+
+
+# Upper bounds for a loaded CI machine, not durations under test (a reconcile takes seconds when idle).
+WAIT = 300.0
+
+
+def wait_operator(operator, predicate, what: str, timeout: float = WAIT):
+    proc, _port, log = operator
+
+    def check():
+        if proc.poll() is not None:
+            raise AssertionError(f"the operator exited with {proc.returncode}:\n" + Path(log).read_text()[-4000:])
+        return predicate()
+    try:
+        return wait_for(check, what, timeout=timeout)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- operator log\n" + Path(log).read_text()[-4000:]) from None
+
+
+class TestOperator:
+    """Each test builds on the one before, on one ClusterConfiguration."""
+
+    def test_first_reconcile_has_nothing_to_do_after_ks_installer(self, kube_api, operator):
+        _proc, port, _log = operator
+        wait_operator(operator, lambda: metrics(port).get('slipway_operator_reconciles_total{result="success"}', 0) >= 1,
+                      "the first reconcile")
+        assert component_status(kube_api, "core") == "enabled"
+        assert component_status(kube_api, "monitoring") == "enabled"
+        values = metrics(port)
+        assert values["slipway_operator_leader"] == 1
+        assert values['slipway_operator_components{status="enabled"}'] == 2
+        assert values['slipway_operator_components{status="failed"}'] == 0
+        lease = kube_api.request("get", LEASE_PATH)
+        assert lease["spec"]["holderIdentity"] == "test-operator"
+        assert event_reasons(kube_api) == [], "nothing changed, so no Event"
+        # kopf keeps its record in an annotation, never in status (ks-installer's format).
+        cc = kube_api.request("get", CC_PATH)
+        assert cc["status"] == KS_INSTALLER_STATUS, "a reconcile with nothing to do writes no status"
+        assert any(key.startswith("operator.slipway.io/") for key in cc["metadata"].get("annotations", {}))
+
+    def test_switching_a_component_on_installs_it(self, kube_api, operator):
+        _proc, port, _log = operator
+        before = metrics(port)
+        assert kube_api.request("get", RULER_PATH) is None
+        kube_api.request("patch", CC_PATH, body={"spec": {"alerting": {"enabled": True}}}, content_type=MERGE)
+        wait_operator(operator, lambda: component_status(kube_api, "alerting") == "enabled", "alerting to be enabled")
+        assert kube_api.request("get", RULER_PATH) is not None
+        after = metrics(port)
+        key = 'slipway_operator_triggers_total{source="spec"}'
+        assert after[key] == before[key] + 1
+        success = 'slipway_operator_reconciles_total{result="success"}'
+        wait_operator(operator, lambda: metrics(port)[success] == before[success] + 1, "the reconcile to be counted")
+        assert metrics(port)['slipway_operator_components{status="enabled"}'] == 3
+        assert ("ComponentInstalled", "alerting installed") in event_reasons(kube_api)
+
+    def test_status_alone_triggers_nothing_and_switching_off_removes(self, kube_api, operator):
+        _proc, port, _log = operator
+        before = metrics(port)
+        # A status-only write first (as any other writer of status would make), then the spec edit: kopf
+        # handles the object's events in order, so when the spec edit has been reconciled the status write
+        # has been seen too, and the trigger count says whether it started a reconcile.
+        kube_api.request("patch", CC_PATH + "/status", body={"status": {"note": {"by": "test"}}}, content_type=MERGE)
+        kube_api.request("patch", CC_PATH, body={"metadata": {"labels": {"touched": "yes"}}}, content_type=MERGE)
+        kube_api.request("patch", CC_PATH, body={"spec": {"alerting": {"enabled": False}}}, content_type=MERGE)
+        wait_operator(operator, lambda: component_status(kube_api, "alerting") == "disabled", "alerting to be disabled")
+        assert kube_api.request("get", RULER_PATH) is None
+        success = 'slipway_operator_reconciles_total{result="success"}'
+        wait_operator(operator, lambda: metrics(port)[success] == before[success] + 1, "the reconcile to be counted")
+        after = metrics(port)
+        assert after['slipway_operator_triggers_total{source="spec"}'] == before['slipway_operator_triggers_total{source="spec"}'] + 1
+        assert after['slipway_operator_reconciles_total{result="error"}'] == 0
+        assert ("ComponentRemoved", "alerting removed") in event_reasons(kube_api)
+        assert kube_api.request("get", CC_PATH)["status"]["note"] == {"by": "test"}
+
+    def test_sigterm_releases_the_lease(self, kube_api, operator):
+        proc, _port, _log = operator
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        assert kube_api.request("get", LEASE_PATH)["spec"]["holderIdentity"] == ""
