@@ -1,13 +1,16 @@
 """slipway-operator (operator/slipway_operator) against a real kube-apiserver (kube_apiserver.py).
 
-The operator runs as a local process with the admin kubeconfig, exactly as in its pod but for the
-kubeconfig: it takes the Lease, watches the ClusterConfiguration with kopf and reconciles through
-ansible-runner and playbooks/kubesphere.yml. The test never runs ansible-playbook itself: it only
-patches the resource and reads the cluster, the Events and the operator's /metrics.
+playbooks/operator.yml deploys it (twice: the second run changes nothing); the Deployment gets no pod
+here (no kubelet), so the operator then runs as a local process, as in its pod: with a token of the
+ServiceAccount the playbook made (so its RBAC is what is tested), no ansible.cfg. It takes the Lease,
+watches the ClusterConfiguration with kopf and reconciles through ansible-runner and
+playbooks/kubesphere.yml. The test never runs playbooks/kubesphere.yml itself: it only patches the
+resource and reads the cluster, the Events and the operator's /metrics.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -18,13 +21,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, run
 from kube_apiserver import fixture_kube_api, free_port, stop_processes  # noqa: F401  pylint: disable=unused-import  # the session fixture
-from test_cluster_configuration_api import CC_PATH, CRD_PATH, SLIPWAY_CRD, ensure_namespace, remove_crd, wait_for
+from test_cluster_configuration_api import CC_PATH, CRD_PATH, ansible_env, ensure_namespace, remove_crd, wait_for
 
 RULER_PATH = "/apis/monitoring.coreos.com/v1/namespaces/kubesphere-monitoring-system/thanosrulers/kubesphere"
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/kubesphere-system/leases/slipway-operator"
 EVENTS_PATH = "/api/v1/namespaces/kubesphere-system/events"
+SA_PATH = "/api/v1/namespaces/kubesphere-system/serviceaccounts/slipway-operator"
+DEPLOYMENT_PATH = "/apis/apps/v1/namespaces/kubesphere-system/deployments/slipway-operator"
 MERGE = "application/merge-patch+json"
 MONITORING_CRDS = ROOT / "roles" / "kubesphere" / "files" / "crds" / "monitoring.coreos.com.yml"
 # What ks-installer leaves after installing KubeSphere's defaults (tests/unit/fixtures/ks-installer-v3.3-status.yaml):
@@ -57,15 +62,38 @@ def event_reasons(kube_api) -> list[tuple[str, str]]:
             if event.get("reportingComponent") == "slipway-operator"]
 
 
-@pytest.fixture(name="operator", scope="module")
-def fixture_operator(kube_api, tmp_path_factory):
-    """A fresh ClusterConfiguration (empty spec) and the operator process watching it."""
-    workdir = tmp_path_factory.mktemp("operator")
+def deploy(kube_api, workdir: Path) -> dict:
+    """playbooks/operator.yml from the controller with the admin kubeconfig: the ansible.posix.json output."""
+    result = run([str(ROOT / ".venv/bin/ansible-playbook"), str(ROOT / "playbooks" / "operator.yml"),
+                  "-e", f"operator_kubeconfig={kube_api.kubeconfig}"], env=ansible_env(kube_api), cwd=workdir)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    return json.loads(result.stdout)
+
+
+def service_account_kubeconfig(kube_api, path: Path) -> Path:
+    """A kubeconfig with a token of the operator's ServiceAccount, as its pod would have: the RBAC under test."""
+    token = kube_api.request("post", f"{SA_PATH}/token", body={
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}})["status"]["token"]
+    config = json.loads(kube_api.kubeconfig.read_text())
+    config["users"] = [{"name": "admin", "user": {"token": token}}]
+    path.write_text(json.dumps(config))
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture(name="deployed", scope="module")
+def fixture_deployed(kube_api, tmp_path_factory):
+    """A cluster without the ClusterConfiguration CRD, then playbooks/operator.yml run twice."""
+    workdir = tmp_path_factory.mktemp("deploy")
     remove_crd(kube_api)
-    kube_api.request("post", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=yaml.safe_load(SLIPWAY_CRD.read_text()))
-    wait_for(lambda: any(c["type"] == "Established" and c["status"] == "True"
-                         for c in (kube_api.request("get", CRD_PATH).get("status") or {}).get("conditions") or []),
-             "the CRD to be established")
+    return deploy(kube_api, workdir), deploy(kube_api, workdir)
+
+
+@pytest.fixture(name="operator", scope="module")
+def fixture_operator(kube_api, deployed, tmp_path_factory):  # pylint: disable=unused-argument  # deployed: the RBAC
+    """A fresh ClusterConfiguration (empty spec) and the operator process watching it, with the
+    ServiceAccount and RBAC that playbooks/operator.yml made."""
+    workdir = tmp_path_factory.mktemp("operator")
     # monitoring's CRDs, as its installation left them (alerting's ThanosRuler is one of them).
     for crd in yaml.safe_load(MONITORING_CRDS.read_text()):
         if crd and kube_api.request("get", f"{CRD_PATH.rsplit('/', 1)[0]}/{crd['metadata']['name']}") is None:
@@ -77,6 +105,7 @@ def fixture_operator(kube_api, tmp_path_factory):
     extra = workdir / "vars.yml"
     # No kubelet here: Deployments never get pods, so the role must not wait for them; nothing is pulled.
     extra.write_text(yaml.safe_dump({"kubesphere_wait": False, "kubesphere_image_pull_policy": "Never"}))
+    kubeconfig = service_account_kubeconfig(kube_api, workdir / "kubeconfig")
     port = free_port()
     log = workdir / "operator.log"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "operator"), "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}",
@@ -86,7 +115,7 @@ def fixture_operator(kube_api, tmp_path_factory):
         env.pop(name, None)
     with log.open("wb") as handle:
         proc = subprocess.Popen(  # pylint: disable=consider-using-with  # stopped below
-            [str(ROOT / ".venv" / "bin" / "python"), "-m", "slipway_operator", "--kubeconfig", str(kube_api.kubeconfig),
+            [str(ROOT / ".venv" / "bin" / "python"), "-m", "slipway_operator", "--kubeconfig", str(kubeconfig),
              "--collections-path", str(ROOT / ".cache" / "collections"), "--extra-vars", str(extra), "--port", str(port),
              "--debounce", "1", "--resync", "3600", "--identity", "test-operator", "--workdir", str(workdir / "runner")],
             env=env, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -134,6 +163,22 @@ def wait_operator(operator, predicate, what: str, timeout: float = WAIT):
 
 class TestOperator:
     """Each test builds on the one before, on one ClusterConfiguration."""
+
+    def test_the_playbook_deploys_it_once(self, kube_api, deployed):
+        first, second = deployed
+        assert first["stats"]["localhost"]["changed"] > 0
+        assert second["stats"]["localhost"]["changed"] == 0, [task["task"]["name"] for play in second["plays"]
+                                                              for task in play["tasks"] if task["hosts"]["localhost"].get("changed")]
+        assert kube_api.request("get", CRD_PATH)["spec"]["versions"][0]["subresources"] == {"status": {}}
+        deployment = kube_api.request("get", DEPLOYMENT_PATH)
+        assert deployment["spec"]["replicas"] == 2
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["serviceAccountName"] == "slipway-operator"
+        container = pod["containers"][0]
+        assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+        assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+        assert container["ports"] == [{"name": "metrics", "containerPort": 8080, "protocol": "TCP"}]
+        assert kube_api.request("get", SA_PATH) is not None
 
     def test_first_reconcile_has_nothing_to_do_after_ks_installer(self, kube_api, operator):
         _proc, port, _log = operator
