@@ -50,6 +50,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "slipway_artifacts_mirror_url": "",
     "slipway_artifacts_registry_mirror": "",
     "slipway_kubesphere_enabled": False,
+    "slipway_operator_enabled": False,
     "slipway_hardening": "cis",
     "slipway_secrets_encryption": True,
 }
@@ -635,6 +636,10 @@ def build_model(
     etcd_mode = _choice(col, "slipway_etcd_mode", settings["slipway_etcd_mode"], ETCD_MODES)
     source = _choice(col, "slipway_artifacts_source", settings["slipway_artifacts_source"], ARTIFACT_SOURCES)
     kubesphere = _bool(col, "slipway_kubesphere_enabled", settings["slipway_kubesphere_enabled"])
+    operator = _bool(col, "slipway_operator_enabled", settings["slipway_operator_enabled"])
+    if operator and kubesphere is False:
+        col.error("slipway_operator_enabled", "is true but slipway_kubesphere_enabled is false; the operator reconciles "
+                  "the KubeSphere components, so set slipway_kubesphere_enabled: true too (or the operator off)")
     hardening = _choice(col, "slipway_hardening", settings["slipway_hardening"], HARDENING)
     encryption = _bool(col, "slipway_secrets_encryption", settings["slipway_secrets_encryption"])
     if lb_group and lb_mode in ("local_haproxy", "external"):
@@ -695,6 +700,7 @@ def build_model(
         "artifacts_source": source,
         "artifacts": artifacts,
         "kubesphere_enabled": kubesphere,
+        "operator_enabled": operator,
         "hardening": hardening,
         "secrets_encryption": encryption,
         "endpoint": endpoint,

@@ -28,7 +28,8 @@ options:
         C(slipway_pod_cidr), C(slipway_service_cidr), C(slipway_node_cidr_mask_size), C(slipway_lb_mode),
         C(slipway_lb_port), C(slipway_apiserver_port), C(slipway_control_plane_endpoint), C(slipway_cni),
         C(slipway_etcd_mode), C(slipway_artifacts_source), C(slipway_artifacts_bundle_dir),
-        C(slipway_artifacts_mirror_url), C(slipway_artifacts_registry_mirror) and C(slipway_kubesphere_enabled).
+        C(slipway_artifacts_mirror_url), C(slipway_artifacts_registry_mirror), C(slipway_kubesphere_enabled)
+        and C(slipway_operator_enabled).
       - With C(slipway_artifacts_source=bundle) the bundle's manifest.yml is read and every file's sha256 checked
         on the controller; a relative C(slipway_artifacts_bundle_dir) is relative to the inventory directory.
     type: dict

@@ -327,6 +327,13 @@ def test_every_mistake_is_reported_at_once():
     assert len(found) >= 8
 
 
+def test_operator_toggle_must_be_boolean_and_needs_kubesphere():
+    assert one_problem(slipway_operator_enabled="maybe") == "slipway_operator_enabled: 'maybe' is not a boolean; set true or false"
+    assert one_problem(slipway_operator_enabled=True).startswith(
+        "slipway_operator_enabled: is true but slipway_kubesphere_enabled is false")
+    assert build(slipway_operator_enabled="yes", slipway_kubesphere_enabled=True)["operator_enabled"] is True
+    assert build()["operator_enabled"] is False
+
 # Names that are not ours, types written as strings, and the role settings checked before any contact.
 
 @pytest.mark.parametrize("name,suggestion", [
@@ -335,6 +342,7 @@ def test_every_mistake_is_reported_at_once():
     ("slipway_lb_mod", "did you mean slipway_lb_mode?"),
     ("slipway_frobnicate", "the settings are listed in docs/preflight.md"),
     ("slipway_kubesphere", "did you mean slipway_kubesphere_enabled?"),
+    ("slipway_operater_enabled", "did you mean slipway_operator_enabled?"),
     ("slipway_artifact_source", "did you mean slipway_artifacts_source?"),
 ])
 def test_an_unknown_slipway_setting_names_the_nearest_real_one(name, suggestion):
