@@ -160,16 +160,9 @@ class Reconciler:
             return self.options.kubeconfig
         return str(in_cluster_kubeconfig(self.workdir / "kubeconfig"))
 
-    def _playbook(self):
+    def _playbook(self, sources: list[str]):
         import ansible_runner  # pylint: disable=import-outside-toplevel
-        extravars = {"kubesphere_kubeconfig": self._kubeconfig(),
-                     # The stored ClusterConfiguration is the input: apply nothing over it.
-                     "kubesphere_cluster_configuration": {},
-                     "kubesphere_cluster_configuration_merge_type": "merge",
-                     # The image holds the client; a failed component is read from status.
-                     "kubesphere_python_packages": [],
-                     "kubesphere_fail_on_component_failure": False}
-        extravars.update(self.options.extra_vars)
+        extravars = logic.playbook_vars(sources, self._kubeconfig(), self.options.extra_vars)
         env = {"ANSIBLE_COLLECTIONS_PATH": self.options.collections_path, "ANSIBLE_NOCOLOR": "1",
                "ANSIBLE_RETRY_FILES_ENABLED": "0", "ANSIBLE_LOCALHOST_WARNING": "0",
                "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0"}
@@ -218,7 +211,7 @@ class Reconciler:
         before_obj = await asyncio.to_thread(self._read)
         before = logic.component_states((before_obj or {}).get("status"), self.catalogue)
         try:
-            runner = await asyncio.to_thread(self._playbook)
+            runner = await asyncio.to_thread(self._playbook, sources)
             ok = runner.status == "successful" and runner.rc == 0
             failure = None if ok else self._failure(runner)
         except Exception as exc:  # pylint: disable=broad-exception-caught  # recorded, retried

@@ -74,6 +74,22 @@ def backoff_delay(attempt: int, base: float, maximum: float) -> float:
     return float(min(maximum, base * (2 ** min(attempt - 1, 32))))
 
 
+def playbook_vars(sources: list[str], kubeconfig: str, extra: dict) -> dict:
+    """The variables of one run of playbooks/kubesphere.yml for a reconcile asked for by ``sources``."""
+    variables = {"kubesphere_kubeconfig": kubeconfig,
+                 # The stored ClusterConfiguration is the input: apply nothing over it.
+                 "kubesphere_cluster_configuration": {},
+                 "kubesphere_cluster_configuration_merge_type": "merge",
+                 # The image holds the client; a failed component is read from status, not from the run's result.
+                 "kubesphere_python_packages": [],
+                 "kubesphere_fail_on_component_failure": False}
+    variables.update(extra)
+    # The periodic resync repairs drift: every enabled component is applied again, so an object deleted
+    # or edited by hand comes back. Edits and retries act on what changed only.
+    variables["kubesphere_reapply"] = "resync" in sources
+    return variables
+
+
 def load_catalogue(collection_root: Path) -> tuple:
     """The component catalogue of the collection the operator runs (one implementation with the playbook)."""
     path = Path(collection_root) / "plugins" / "module_utils" / "_cluster_configuration.py"

@@ -532,6 +532,21 @@ class TestRole:
         assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
         assert get(kube_api, "/api/v1/namespaces/kubesphere-system/configmaps/kubesphere-config")["data"] == jwt
 
+    def test_reapply_brings_back_what_was_deleted_by_hand(self, fresh_cluster, tmp_path):
+        """kubesphere_reapply (slipway-operator's resync): every enabled component applied again, drift repaired."""
+        kube_api = fresh_cluster
+        console = deployment("kubesphere-system", "ks-console")
+        kube_api.request("delete", console)
+        wait_for(lambda: get(kube_api, console) is None, "ks-console to be deleted")
+        result = run_role(kube_api, tmp_path, str(KS_INSTALLER_FILE), kubesphere_reapply=True)
+        assert result.returncode == 0, result.summary() or result.stderr[-3000:]
+        assert result.components_run() == {"core", "monitoring"}
+        assert get(kube_api, console) is not None
+        assert cc_status(kube_api)["core"]["status"] == "enabled"
+        again = run_role(kube_api, tmp_path, str(KS_INSTALLER_FILE), kubesphere_reapply=True)
+        assert again.returncode == 0, again.summary() or again.stderr[-3000:]
+        assert again.stats()["changed"] == 0, [t["task"]["name"] for t in again.tasks() if t["hosts"]["localhost"].get("changed")]
+
     def test_more_components_from_a_local_registry(self, fresh_cluster, tmp_path):
         kube_api = fresh_cluster
         before = cc_status(kube_api)

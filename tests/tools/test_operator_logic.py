@@ -64,6 +64,20 @@ def test_backoff_doubles_up_to_the_maximum(attempt, expected):
     assert logic.backoff_delay(attempt, base=10, maximum=300) == expected
 
 
+# --- what a reconcile runs ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sources,reapply", [(["spec"], False), (["retry"], False), (["resync"], True), (["spec", "resync"], True)])
+def test_only_a_resync_reapplies_every_enabled_component(sources, reapply):
+    variables = logic.playbook_vars(sources, "/k", {"kubesphere_wait": False})
+    assert variables["kubesphere_reapply"] is reapply
+    assert variables["kubesphere_kubeconfig"] == "/k" and variables["kubesphere_cluster_configuration"] == {}
+    assert variables["kubesphere_wait"] is False
+
+
+def test_settings_cannot_turn_the_resync_off_or_on():
+    assert logic.playbook_vars(["spec"], "/k", {"kubesphere_reapply": True})["kubesphere_reapply"] is False
+
+
 # --- status to metrics ------------------------------------------------------------------------------
 
 STATUS = {
