@@ -334,6 +334,7 @@ def test_operator_toggle_must_be_boolean_and_needs_kubesphere():
     assert build(slipway_operator_enabled="yes", slipway_kubesphere_enabled=True)["operator_enabled"] is True
     assert build()["operator_enabled"] is False
 
+
 # Names that are not ours, types written as strings, and the role settings checked before any contact.
 
 @pytest.mark.parametrize("name,suggestion", [
