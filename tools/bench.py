@@ -125,7 +125,8 @@ def serve_web(inventory: str, manifest: dict, logs: Path) -> Client:
     worker = next(iter(lab_inventory["children"]["kube_node"]["hosts"]))
     url = f"http://{lab_inventory['hosts'][worker]['ip']}:30080/"
     client = Client(url, logs / "client.json")
-    for _ in range(120):
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
         if client.out.exists() and json.loads(client.out.read_text(encoding="utf-8") or "{}").get("requests", 0) >= 10:
             break
         time.sleep(1)
