@@ -11,7 +11,7 @@ logs=$(dirname "$results")/test-logs
 while read -r name _ failed _; do
   [ "$failed" -gt 0 ] || continue
   why=$(sed -e 's/\x1b\[[0-9;]*m//g' -e 's/^[[:space:]]*[│|]*[[:space:]]*//' "$logs/$name.log" 2>/dev/null \
-    | awk '/^(fatal: |failed: \[|ERROR|E   )/ && !/\.\.\.ignoring/ { start = NR; block = "" } start && NR < start + 12 { block = block " " $0 }
+    | awk '/^(fatal: |failed: \[|ERROR|E   |Failed: )/ && !/\.\.\.ignoring/ { start = NR; block = "" } start && NR < start + 12 { block = block " " $0 }
            END { print block }' | tr -s ' ' | cut -c 1-600)
   echo "why $name failed: ${why:-see $logs/$name.log}"
 done < "$results"
