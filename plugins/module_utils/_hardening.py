@@ -167,7 +167,7 @@ def rotation_plan(configs: Mapping[str, Any], rewritten_with: str = "", in_progr
     name a rotation that has not finished is rotating to (its state file), '' when none. ``name``: the key name the
     user asked for ('' for none); ``new_name``: a fresh name to use when neither asks for one.
 
-    Returns {"name", "todo", "problems", "provider", "add", "promote", "remove", "rewrite"}: for each of the three steps the
+    Returns {"name", "pending", "problems", "provider", "add", "promote", "remove", "rewrite"}: for each of the three steps the
     key names each control plane must hold, in order (writing key first). The steps are applied in that order, each
     on every control plane before the next, so a run stopped anywhere and run again converges; a finished rotation
     asked again with the same name has nothing to do.
@@ -192,7 +192,7 @@ def rotation_plan(configs: Mapping[str, Any], rewritten_with: str = "", in_progr
     if not _KEY_NAME.match(target or ""):
         problems.append("key name %r: letters, digits, '.', '_' or '-', at most 63, starting with a letter or digit"
                         % (target or ""))
-    plan: dict[str, Any] = {"name": target, "problems": problems, "todo": False, "provider": "".join(sorted(kinds)[:1]),
+    plan: dict[str, Any] = {"name": target, "problems": problems, "pending": False, "provider": "".join(sorted(kinds)[:1]),
                             "add": {}, "promote": {}, "remove": {}, "rewrite": False}
     if problems:
         return plan
@@ -204,7 +204,7 @@ def rotation_plan(configs: Mapping[str, Any], rewritten_with: str = "", in_progr
         plan["remove"][host] = [target]
     current = {host: encryption_keys(configs[host]) for host in hosts}
     plan["rewrite"] = rewritten_with != target
-    plan["todo"] = bool(in_progress) or plan["rewrite"] or any(current[h] != [target] for h in hosts)
+    plan["pending"] = bool(in_progress) or plan["rewrite"] or any(current[h] != [target] for h in hosts)
     return plan
 
 

@@ -134,7 +134,7 @@ class TestRotation:
 
     def test_fresh_rotation(self):
         plan = rotation_plan(self.configs(*[encryption("old")] * 3), "old", "", "new")
-        assert plan["problems"] == [] and plan["todo"] and plan["rewrite"] and plan["name"] == "new"
+        assert plan["problems"] == [] and plan["pending"] and plan["rewrite"] and plan["name"] == "new"
         assert plan["provider"] == "aescbc"
         assert plan["add"] == {h: ["old", "new"] for h in self.CPS}
         assert plan["promote"] == {h: ["new", "old"] for h in self.CPS}
@@ -142,11 +142,11 @@ class TestRotation:
 
     def test_generated_name_when_none_asked(self):
         plan = rotation_plan(self.configs(*[encryption("old")] * 3), "old", "", "", "key-20261125")
-        assert plan["name"] == "key-20261125" and plan["todo"]
+        assert plan["name"] == "key-20261125" and plan["pending"]
 
     def test_done_with_the_same_name_is_nothing_to_do(self):
         plan = rotation_plan(self.configs(*[encryption("new")] * 3), "new", "", "new", "key-fresh")
-        assert plan["problems"] == [] and not plan["todo"] and not plan["rewrite"]
+        assert plan["problems"] == [] and not plan["pending"] and not plan["rewrite"]
 
     @pytest.mark.parametrize("state, rewritten", [
         ((["old", "new"], ["old"], ["old"]), "old"),            # stopped while adding
@@ -156,7 +156,7 @@ class TestRotation:
     ])
     def test_resume_converges_to_the_same_steps(self, state, rewritten):
         plan = rotation_plan(self.configs(*(encryption(*keys) for keys in state)), rewritten, "new", "", "key-other")
-        assert plan["problems"] == [] and plan["todo"] and plan["name"] == "new"
+        assert plan["problems"] == [] and plan["pending"] and plan["name"] == "new"
         assert plan["promote"] == {h: ["new", "old"] if "old" in keys else ["new"] for h, keys in zip(self.CPS, state)}
         assert plan["remove"] == {h: ["new"] for h in self.CPS}
         assert plan["rewrite"] is (rewritten != "new")
@@ -167,7 +167,7 @@ class TestRotation:
         plan = rotation_plan(self.configs(*[encryption("old", "new")] * 3), "old", "new", "third")
         assert plan["problems"] == ["a rotation to key new was stopped before it finished: run again with "
                                     "rotate_encryption_key_name=new (or without a name) to finish it first"]
-        assert not plan["todo"]
+        assert not plan["pending"]
 
     def test_every_problem_at_once(self):
         plan = rotation_plan({"cp1": encryption("a", kind="identity"), "cp2": None, "cp3": encryption("a")}, "", "", "bad:name")
