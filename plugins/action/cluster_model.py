@@ -10,7 +10,11 @@ import os
 import yaml
 
 from ansible.errors import AnsibleError
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.urls import ConnectionError as UrlConnectionError
+from ansible.module_utils.urls import open_url
 from ansible.plugins.action import ActionBase
+from ansible.vars.hostvars import HostVarsVars
 
 from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY
 from ansible_collections.slipway.cluster.plugins.module_utils._model import (
@@ -18,7 +22,9 @@ from ansible_collections.slipway.cluster.plugins.module_utils._model import (
     OWN_VARIABLES,
     ROLE_DEFAULTS,
     ModelError,
+    Problem,
     build_model,
+    check_settings,
     format_problems,
 )
 
@@ -26,6 +32,7 @@ ARGUMENT_SPEC = {
     "settings": {"type": "dict", "default": {}},
     "exclude": {"type": "list", "elements": "str", "default": []},
     "as_fact": {"type": "bool", "default": True},
+    "scope": {"type": "str", "default": "cluster", "choices": ["cluster", "settings"]},
 }
 
 
@@ -64,6 +71,24 @@ class LocalBundle:
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
             return None, f"cannot be read as YAML ({str(err).splitlines()[0]})"
 
+    @staticmethod
+    def url_exists(url):
+        """Whether the file server has this file: True or False when it answered, None when the controller
+        did not reach it (the nodes may still: they download, not the controller)."""
+        for method in ("HEAD", "GET"):
+            try:
+                with open_url(url, method=method, timeout=5, follow_redirects="safe"):
+                    return True
+            except HTTPError as err:
+                if err.code in (404, 410):
+                    return False
+                if err.code not in (403, 405, 501):
+                    return None
+            except (URLError, UrlConnectionError, OSError, ValueError):
+                # Any other failure (no route, DNS, TLS, timeout) means no answer, not "missing".
+                return None
+        return None
+
 
 # Host variables the model reads; nothing else of hostvars is templated.
 HOST_VARIABLES = ("ip", "ansible_host", "access_ip")
@@ -81,6 +106,30 @@ class ActionModule(ActionBase):
         except AnsibleError:
             return value
 
+    @staticmethod
+    def _failed(result, problems, title="The inventory has"):
+        result["failed"] = True
+        result["msg"] = format_problems(problems, f"{title} {len(problems)} problem(s); nothing was changed on any host:")
+        return result
+
+    @staticmethod
+    def _cluster_wide_differences(values):
+        """Cluster-wide settings (slipway_*, and the role variables the model checks) that differ between hosts:
+        set in host_vars, or in the group_vars of a group other than all, where the model, built once for the
+        run, would use one host's value for every host. ``values``: {name: {repr of the value as written: hosts}}."""
+        found = []
+        for key, by_value in sorted(values.items()):
+            if len(by_value) < 2:
+                continue
+            # The value most hosts have is the intended one; the others are named.
+            ranked = sorted(by_value.items(), key=lambda item: -len(item[1]))
+            others = "; ".join(f"{', '.join(hosts[:10])}{' ...' if len(hosts) > 10 else ''} {value}"
+                               for value, hosts in ranked[1:])
+            found.append(Problem(key, f"is cluster-wide but differs between hosts: {others}, the other {len(ranked[0][1])} "
+                                      f"host(s) {ranked[0][0]}; set it once, in group_vars/all or with -e, not in "
+                                      "host_vars or the group_vars of another group"))
+        return found
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
@@ -96,26 +145,45 @@ class ActionModule(ActionBase):
         if bundle_dir and not os.path.isabs(bundle_dir):
             # Relative to the inventory, like kubespray's artifacts directory.
             settings["slipway_artifacts_bundle_dir"] = os.path.normpath(os.path.join(task_vars.get("inventory_dir") or ".", bundle_dir))
+        bundle = LocalBundle(lambda path: self._find_needle("files", path))
+        if validation.validated_parameters["scope"] == "settings":
+            try:
+                warnings = check_settings(settings, bundle=bundle)
+            except ModelError as err:
+                return self._failed(result, err.problems, "The settings have")
+            for warning in warnings:
+                self._display.warning(warning)
+            result["changed"] = False
+            return result
         groups = task_vars.get("groups", {})
         hostvars = task_vars.get("hostvars", {})
         wanted = set()
         for group in ("kube_control_plane", "kube_node", "etcd", "loadbalancer"):
             wanted.update(groups.get(group) or [])
         host_settings = {}
-        for host in wanted:
-            # One lookup per host: each hostvars[host] computes all of that host's variables.
-            variables = hostvars[host]
+        values = {}
+        for host in sorted(wanted):
+            # One lookup per host: it computes all of that host's variables, as written; only the few the
+            # model reads are templated.
+            raw = hostvars.raw_get(host) if hasattr(hostvars, "raw_get") else hostvars[host]
+            variables = HostVarsVars(raw, loader=self._loader, host=host)
             host_settings[host] = {key: variables.get(key) for key in HOST_VARIABLES if variables.get(key) is not None}
+            for key in raw:
+                if (key.startswith("slipway_") or key in ROLE_DEFAULTS) and key not in OWN_VARIABLES \
+                        and not key.startswith(OWN_PREFIXES):
+                    values.setdefault(key, {}).setdefault(repr(raw[key]), []).append(host)
+        for by_value in values.values():
+            unset = sorted(wanted - {host for hosts in by_value.values() for host in hosts})
+            if unset:
+                by_value["(not set)"] = unset
+        per_host = self._cluster_wide_differences(values)
         try:
-            model = build_model(groups, host_settings, settings, bundle=LocalBundle(lambda path: self._find_needle("files", path)),
+            model = build_model(groups, host_settings, settings, bundle=bundle,
                                 exclude=validation.validated_parameters["exclude"], check_k8s_cluster=True)
         except ModelError as err:
-            result["failed"] = True
-            result["msg"] = format_problems(
-                err.problems,
-                f"The inventory has {len(err.problems)} problem(s); nothing was changed on any host:",
-            )
-            return result
+            return self._failed(result, per_host + err.problems)
+        if per_host:
+            return self._failed(result, per_host)
         result["changed"] = False
         if validation.validated_parameters["as_fact"]:
             result["ansible_facts"] = {"slipway_cluster": model}

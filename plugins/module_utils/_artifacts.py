@@ -33,6 +33,12 @@ COMPANIONS: dict[str, dict[str, str]] = {
              "flannel_cni_plugin": "v1.9.1-flannel3", "metrics_server": "v0.9.0", "busybox": "1.35.0",
              "etcd": "v3.6.8"},
 }
+# The newest patch release of each supported minor that this collection knows of. Kubernetes numbers
+# its patches without gaps, so 1.37.0 up to 1.37.<newest> exist: with slipway_artifacts_source upstream
+# a version outside is refused before any contact (no network is needed to know it). To use a patch
+# released after this collection: raise its number here (one line), or take the files from a bundle or a
+# mirror, whose own contents are checked instead. docs/preflight.md says the same.
+KUBERNETES_RELEASES: dict[str, int] = {"1.36": 5, "1.37": 2}
 ADDON_REPOSITORIES = {
     "flannel": "ghcr.io/flannel-io/flannel",
     "flannel-cni-plugin": "ghcr.io/flannel-io/flannel-cni-plugin",
@@ -135,12 +141,51 @@ def from_bundle(
     return {"source": "bundle", "bundle_dir": bundle_dir, "binaries": binaries, "images": images}, problems
 
 
+def released(kubernetes_version: str) -> bool:
+    """Whether this patch release of a supported minor is one this collection knows was released."""
+    minor, dummy, patch = kubernetes_version.rpartition(".")
+    newest = KUBERNETES_RELEASES.get(minor)
+    return newest is not None and patch.isdigit() and int(patch) <= newest
+
+
+def _release_problem(kubernetes_version: str, source: str, mirror_url: str,
+                     url_exists: Callable[[str], bool | None] | None) -> tuple[Problem | None, Problem | None]:
+    """(problem, warning) about whether the files of this release exist in the source, found before any contact:
+    upstream against KUBERNETES_RELEASES; a mirror by asking it from the controller for kubeadm's checksum file."""
+    minor = kubernetes_version.rsplit(".", 1)[0]
+    known = f"{minor}.0 to {minor}.{KUBERNETES_RELEASES[minor]}" if minor in KUBERNETES_RELEASES else "none"
+    if source == "upstream":
+        if released(kubernetes_version):
+            return None, None
+        return Problem("slipway_kubernetes_version", (
+            f"{kubernetes_version} is not a Kubernetes release this collection knows of ({known}); set one of them. "
+            "A patch released since: add it to KUBERNETES_RELEASES in plugins/module_utils/_artifacts.py, or use a "
+            "bundle or a mirror that has it")), None
+    if not mirror_url or url_exists is None:
+        return None, None
+    url = mirror_url.rstrip("/") + "/" + UPSTREAM["kubernetes"].format(version=kubernetes_version, arch="amd64",
+                                                                        name="kubeadm").split("://", 1)[1] + ".sha256"
+    found = url_exists(url)
+    if found is False:
+        return Problem("slipway_kubernetes_version", (
+            f"{kubernetes_version} is not on the mirror slipway_artifacts_mirror_url: {url} is not there; copy the "
+            f"release's files to the mirror (docs/bundle.md) or set a version it has")), None
+    if found is None and not released(kubernetes_version):
+        return None, Problem("slipway_kubernetes_version", (
+            f"{kubernetes_version} could not be checked: the mirror {mirror_url} did not answer the controller, and "
+            f"the collection knows {known}; the nodes will fail to download it if the mirror does not have it"))
+    return None, None
+
+
 def from_release(kubernetes_version: str, source: str, arch: str = "amd64", mirror_url: str = "",
-                 registry: str = "") -> tuple[dict[str, Any], list[Problem]]:
+                 registry: str = "", url_exists: Callable[[str], bool | None] | None = None,
+                 warnings: list[Problem] | None = None) -> tuple[dict[str, Any], list[Problem]]:
     """Official release files (``upstream``) or the same files under a mirror (``mirror``).
 
     Image references stay the upstream ones; with a ``registry`` mirror, containerd is told to
-    fetch them from it, so manifests never need rewriting.
+    fetch them from it, so manifests never need rewriting. ``url_exists(url)``: True or False when the
+    controller reached the URL's server, None when it did not (no network); ``warnings`` gets what
+    could not be checked.
     """
     problems: list[Problem] = []
     minor = kubernetes_version.rsplit(".", 1)[0]
@@ -150,6 +195,10 @@ def from_release(kubernetes_version: str, source: str, arch: str = "amd64", mirr
     if source == "mirror" and not mirror_url:
         problems.append(Problem("slipway_artifacts_mirror_url", "slipway_artifacts_source is mirror: set it to your file server, "
                                                                 "e.g. https://files.example.com (kubespray's files_repo layout)"))
+    problem, warning = _release_problem(kubernetes_version, source, mirror_url, url_exists)
+    problems.extend([problem] if problem else [])
+    if warning is not None and warnings is not None:
+        warnings.append(warning)
 
     def located(url: str) -> str:
         if source != "mirror":

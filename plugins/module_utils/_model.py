@@ -10,6 +10,7 @@ input is a unit test.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import ipaddress
 import re
 from dataclasses import dataclass, field
@@ -86,12 +87,24 @@ ROLE_DEFAULTS: dict[str, Any] = {
     "control_plane_audit_policy_src": "",
     "control_plane_encryption_provider": "aescbc",
     "control_plane_kubelet_pod_pids_limit": 4096,
+    "control_plane_join_token_ttl": "15m",
+    "etcd_pki_dir": "/etc/etcd/pki",
+    "operator_image_pull_policy": "IfNotPresent",
+    "operator_replicas": 2,
+    "operator_metrics_port": 8080,
+    "operator_resync_seconds": 300,
+    "operator_debounce_seconds": 2,
+    "operator_kubesphere_vars": {},
 }
 HARDENING = ("cis", "none")
 ENCRYPTION_PROVIDERS = ("aescbc", "secretbox")
 KUBE_PROXY_MODES = ("iptables", "nftables", "ipvs")
 FLANNEL_BACKENDS = ("vxlan", "host-gw", "wireguard", "udp", "ipip")
 KUBELET_ADDRESS_TYPES = ("InternalIP", "ExternalIP", "Hostname", "InternalDNS", "ExternalDNS")
+IMAGE_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+MERGE_TYPES = ("merge", "replace")
+# The operator's own settings, which operator_kubesphere_vars cannot override.
+OPERATOR_OWN_KUBESPHERE_VARS = ("kubesphere_kubeconfig", "kubesphere_cluster_configuration")
 
 
 @dataclass(frozen=True)
@@ -311,11 +324,32 @@ def _check_networks(col, pod, service, node_mask, addresses, node_count, vip):
             col.error(var, f"{net} contains the control plane endpoint {vip}; choose a range outside the nodes' network")
     if service is not None and service.version == 4 and service.prefixlen < 12:
         col.error("slipway_service_cidr", f"{service} is larger than the API server accepts; use a prefix of /12 or longer")
-    if pod is not None and isinstance(node_mask, int) and pod.version == 4:
-        if node_mask <= pod.prefixlen or node_mask > 30:
+    # kube-apiserver refuses an IPv6 service range of more than 20 host bits.
+    if service is not None and service.version == 6 and service.prefixlen < 108:
+        col.error("slipway_service_cidr", f"{service} is larger than the API server accepts for IPv6 (at most 20 host "
+                  "bits); use a prefix of /108 or longer, e.g. fd00:10:96::/108")
+    # The cluster's own Service addresses: the API server's (.1) and CoreDNS's (.10) are taken from the range.
+    if service is not None and service.num_addresses <= 10:
+        col.error("slipway_service_cidr", f"{service} has {service.num_addresses} addresses and cannot hold the API "
+                  f"server's Service address {service.network_address + 1} and the cluster DNS address "
+                  f"{service.network_address + 10}; use a prefix of /{service.max_prefixlen - 4} or shorter "
+                  "(/24 or shorter leaves room for the cluster's Services)")
+    if pod is not None and isinstance(node_mask, int):
+        # kube-controller-manager: each node's range is inside the pod range, at most 16 bits longer.
+        longest = 30 if pod.version == 4 else 126
+        example = 24 if pod.version == 4 else 64
+        if node_mask <= pod.prefixlen or node_mask > longest:
             col.error(
                 "slipway_node_cidr_mask_size",
-                f"{node_mask} must be longer than slipway_pod_cidr's /{pod.prefixlen} and at most 30",
+                f"{node_mask} must be longer than slipway_pod_cidr's /{pod.prefixlen} and at most {longest} "
+                f"(IPv{pod.version}); set it like {max(example, pod.prefixlen + 1)}",
+            )
+        elif node_mask - pod.prefixlen > 16:
+            col.error(
+                "slipway_node_cidr_mask_size",
+                f"/{node_mask} is {node_mask - pod.prefixlen} bits longer than slipway_pod_cidr's /{pod.prefixlen}; "
+                f"kube-controller-manager allows at most 16: set it to {pod.prefixlen + 16} or shorter, or use a "
+                "smaller pod range",
             )
         else:
             capacity = 2 ** (node_mask - pod.prefixlen)
@@ -390,6 +424,9 @@ class BundleReader(Protocol):
         """A YAML file on the controller, found where lookup('file') finds it: (its data, None), or
         (None, why it cannot be read)."""
 
+    # Optional: ``url_exists(url)``, True or False when the controller reached the URL's server, None when it
+    # did not. With it the model asks a mirror whether it has the release (slipway_artifacts_source mirror).
+
 
 def _artifacts(col: _Collector, settings: Mapping[str, Any], source: str, version: str, bundle: BundleReader | None):
     # Imported here: _artifacts imports Problem from this module.
@@ -407,9 +444,12 @@ def _artifacts(col: _Collector, settings: Mapping[str, Any], source: str, versio
             return {}
         result, problems = artifacts.from_bundle(bundle.manifest(bundle_dir), bundle_dir, version, bundle.checksum)
     else:
+        mirror_url = str(settings.get("slipway_artifacts_mirror_url") or "")
+        # The mirror is asked (from the controller, by the action plugin) only when its URL is one.
+        url_exists = getattr(bundle, "url_exists", None) if _URL.match(mirror_url.strip()) else None
         result, problems = artifacts.from_release(
-            version, source, mirror_url=str(settings.get("slipway_artifacts_mirror_url") or ""),
-            registry=str(settings.get("slipway_artifacts_registry_mirror") or ""),
+            version, source, mirror_url=mirror_url, registry=str(settings.get("slipway_artifacts_registry_mirror") or ""),
+            url_exists=url_exists, warnings=col.warnings,
         )
     col.problems.extend(problems)
     return result
@@ -502,8 +542,11 @@ def _check_roles(col: _Collector, role: Mapping[str, Any], lb_mode: str, cni: st
             col.error("loadbalancer_haproxy_health_port", f"is {health}, the port of "
                       f"{'haproxy' if health == lb_port else 'kube-apiserver'}; choose another free TCP port")
     if lb_mode == "vip":
-        _int(col, "loadbalancer_keepalived_virtual_router_id", role["loadbalancer_keepalived_virtual_router_id"], 0, 255,
-             "a VRRP router id; set a number from 1 to 255, or 0 to derive it from the virtual IP")
+        router_id = _int(col, "loadbalancer_keepalived_virtual_router_id", role["loadbalancer_keepalived_virtual_router_id"],
+                         0, 255, "a VRRP router id; set a number from 1 to 255, or 0 to derive it from the virtual IP")
+        if isinstance(endpoint, dict) and endpoint.get("vip"):
+            # 0: derived from the virtual IP, so clusters beside each other get different ids.
+            endpoint["vrrp_router_id"] = router_id or int(hashlib.sha1(endpoint["vip"].encode()).hexdigest()[:8], 16) % 255 + 1
         if len(str(role["loadbalancer_keepalived_auth_pass"] or "")) > 8:
             col.error("loadbalancer_keepalived_auth_pass", "is longer than 8 characters, and VRRP ignores the rest; "
                       "shorten it")
@@ -511,9 +554,13 @@ def _check_roles(col: _Collector, role: Mapping[str, Any], lb_mode: str, cni: st
             col.error("group loadbalancer", f"has {len(lb_hosts)} hosts; keepalived takes at most 100")
     _check_registries(col, role)
     _check_hardening(col, role)
-    ttl = str(role["node_join_token_ttl"]).strip()
-    if not ttl or not re.match(r"^([0-9]+h)?([0-9]+m)?([0-9]+s)?$", ttl):
-        col.error("node_join_token_ttl", f"'{role['node_join_token_ttl']}' is not a duration; set one such as 15m or 1h")
+    for name in ("node_join_token_ttl", "control_plane_join_token_ttl"):
+        ttl = str(role[name]).strip()
+        if not ttl or not re.match(r"^([0-9]+h)?([0-9]+m)?([0-9]+s)?$", ttl):
+            col.error(name, f"'{role[name]}' is not a duration; set one such as 15m or 1h")
+    if not str(role["etcd_pki_dir"] or "").startswith("/"):
+        col.error("etcd_pki_dir", f"'{role['etcd_pki_dir']}' is not an absolute path; set a directory such as /etc/etcd/pki")
+    _check_operator(col, role)
     _int(col, "metrics_server_replicas", role["metrics_server_replicas"], 1, 1000, "a number of replicas; set 1 or more")
     types = role["metrics_server_kubelet_preferred_address_types"]
     if not isinstance(types, list) or not types or any(item not in KUBELET_ADDRESS_TYPES for item in types):
@@ -526,11 +573,33 @@ def _check_roles(col: _Collector, role: Mapping[str, Any], lb_mode: str, cni: st
                   "ClusterConfiguration or its spec) or the path of a YAML file on the controller")
     if kubesphere and isinstance(configuration, str) and configuration and hasattr(reader, "yaml_file"):
         _check_cluster_configuration_file(col, configuration, reader)
-    if merge_type not in ("merge", "replace"):
-        col.error("kubesphere_cluster_configuration_merge_type", f"unknown value '{merge_type}'; set one of: merge, replace")
+    if merge_type not in MERGE_TYPES:
+        col.error("kubesphere_cluster_configuration_merge_type", f"unknown value '{merge_type}'; set one of: "
+                  f"{', '.join(MERGE_TYPES)}")
     elif kubesphere and merge_type == "replace" and not configuration:
         col.error("kubesphere_cluster_configuration", "is empty with kubesphere_cluster_configuration_merge_type "
                   "replace, which would empty the stored spec; give the ClusterConfiguration")
+
+
+def _check_operator(col: _Collector, role: Mapping[str, Any]) -> None:
+    """slipway-operator's settings (roles/operator), with or without slipway_operator_enabled: playbooks/operator.yml
+    deploys it on any cluster."""
+    if role["operator_image_pull_policy"] not in IMAGE_PULL_POLICIES:
+        col.error("operator_image_pull_policy", f"unknown value '{role['operator_image_pull_policy']}'; set one of: "
+                  f"{', '.join(IMAGE_PULL_POLICIES)}")
+    _int(col, "operator_replicas", role["operator_replicas"], 1, 100, "a number of replicas; set 1 or more (2: one "
+         "stands by)")
+    _int(col, "operator_metrics_port", role["operator_metrics_port"], 1, 65535, "a TCP port; set a number from 1 to 65535")
+    _int(col, "operator_resync_seconds", role["operator_resync_seconds"], 1, 86400 * 7, "a number of seconds; set 1 or more")
+    _int(col, "operator_debounce_seconds", role["operator_debounce_seconds"], 0, 3600, "a number of seconds; set 0 or more")
+    extra = role["operator_kubesphere_vars"]
+    if not isinstance(extra, Mapping):
+        col.error("operator_kubesphere_vars", f"is a {type(extra).__name__}; set a mapping of kubesphere_* settings")
+    else:
+        own = [name for name in OPERATOR_OWN_KUBESPHERE_VARS if name in extra]
+        if own:
+            col.error("operator_kubesphere_vars", f"sets {', '.join(own)}, which the operator sets itself (its service "
+                      "account, the stored ClusterConfiguration); remove them")
 
 
 def _check_hardening(col: _Collector, role: Mapping[str, Any]) -> None:
@@ -571,6 +640,26 @@ def _check_kubespray(col: _Collector, given: Mapping[str, Any], effective: Mappi
     for name, message in problems:
         col.error(name, message)
     return accepted
+
+
+def check_settings(settings: Mapping[str, Any], bundle: BundleReader | None = None) -> list[str]:
+    """The settings and role variables alone, for a playbook that runs without an inventory (operator.yml and
+    kubesphere.yml with a kubeconfig of the controller): raise ModelError with every problem, or return the warnings."""
+    from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY
+
+    col = _Collector()
+    _check_setting_names(col, settings)
+    given = {k: v for k, v in settings.items() if v is not None}
+    role = {**ROLE_DEFAULTS, **{k: v for k, v in given.items() if k in ROLE_DEFAULTS}}
+    merged = {**DEFAULT_SETTINGS, **{k: v for k, v in given.items() if k in DEFAULT_SETTINGS}}
+    lb_mode = _choice(col, "slipway_lb_mode", merged["slipway_lb_mode"], LB_MODES)
+    cni = _choice(col, "slipway_cni", merged["slipway_cni"], CNIS)
+    kubesphere = _bool(col, "slipway_kubesphere_enabled", merged["slipway_kubesphere_enabled"])
+    _check_roles(col, role, lb_mode, cni, kubesphere, {}, [], bundle)
+    _check_kubespray(col, {k: v for k, v in given.items() if k in KUBESPRAY}, {**merged, **role})
+    if col.problems:
+        raise ModelError(col.problems, col.warnings)
+    return [str(w) for w in col.warnings]
 
 
 def build_model(
@@ -697,6 +786,11 @@ def build_model(
         "cluster_dns_ip": str(service.network_address + 10),
         "cni": cni,
         "etcd_mode": etcd_mode,
+        # Where each etcd member keeps its certificates: etcd_pki_dir holds the API server's client certificate
+        # (apiserver-etcd-client.*), etcd_certs_dir etcd's CA, server, peer and health-check client certificates.
+        "etcd_pki_dir": "/etc/kubernetes/pki" if etcd_mode == "stacked" else str(role["etcd_pki_dir"]).rstrip("/"),
+        "etcd_certs_dir": ("/etc/kubernetes/pki" if etcd_mode == "stacked" else str(role["etcd_pki_dir"]).rstrip("/"))
+                          + "/etcd",
         "artifacts_source": source,
         "artifacts": artifacts,
         "kubesphere_enabled": kubesphere,

@@ -154,6 +154,88 @@ def test_mirror_etcd_and_its_checksums_come_from_the_mirror():
     assert etcd["checksum"] == "sha256:https://files.example.com/github.com/etcd-io/etcd/releases/download/v3.6.8/SHA256SUMS"
 
 
+@pytest.mark.parametrize("version", ["1.37.99", "1.36.6", "1.37.3"])
+def test_an_upstream_patch_that_was_not_released_is_refused_before_any_contact(version):
+    problems = from_release(version, "upstream")[1]
+    assert [p.where for p in problems] == ["slipway_kubernetes_version"]
+    assert str(problems[0]).startswith(f"slipway_kubernetes_version: {version} is not a Kubernetes release this collection "
+                                       f"knows of ({version.rsplit('.', 1)[0]}.0 to ")
+    assert "KUBERNETES_RELEASES in plugins/module_utils/_artifacts.py" in str(problems[0])
+
+
+@pytest.mark.parametrize("version", ["1.36.0", "1.36.5", "1.37.0", "1.37.2"])
+def test_every_known_patch_is_accepted(version):
+    assert from_release(version, "upstream")[1] == []
+
+
+def test_the_releases_table_covers_every_supported_minor():
+    from ansible_collections.slipway.cluster.plugins.module_utils._artifacts import COMPANIONS, KUBERNETES_RELEASES
+    from ansible_collections.slipway.cluster.plugins.module_utils._model import DEFAULT_SETTINGS, SUPPORTED_KUBERNETES_MINORS
+
+    assert set(KUBERNETES_RELEASES) == set(SUPPORTED_KUBERNETES_MINORS) == set(COMPANIONS)
+    assert from_release(DEFAULT_SETTINGS["slipway_kubernetes_version"], "upstream")[1] == []
+
+
+class Mirror:
+    """The controller's view of a mirror: the URLs it has, or no answer at all."""
+
+    def __init__(self, urls=(), reachable=True):
+        self.urls, self.reachable, self.asked = set(urls), reachable, []
+
+    def __call__(self, url):
+        self.asked.append(url)
+        return (url in self.urls) if self.reachable else None
+
+
+SHA = "https://files.example.com/dl.k8s.io/release/v{}/bin/linux/amd64/kubeadm.sha256"
+
+
+def test_a_mirror_is_asked_for_kubeadms_checksum_file_of_the_release():
+    mirror = Mirror([SHA.format("1.37.1")])
+    assert from_release("1.37.1", "mirror", mirror_url="https://files.example.com/", url_exists=mirror)[1] == []
+    assert mirror.asked == [SHA.format("1.37.1")]
+    problems = from_release("1.37.99", "mirror", mirror_url="https://files.example.com", url_exists=mirror)[1]
+    assert [str(p) for p in problems] == [
+        f"slipway_kubernetes_version: 1.37.99 is not on the mirror slipway_artifacts_mirror_url: {SHA.format('1.37.99')} "
+        "is not there; copy the release's files to the mirror (docs/bundle.md) or set a version it has"]
+
+
+def test_a_mirror_may_have_a_patch_newer_than_the_table():
+    mirror = Mirror([SHA.format("1.37.9")])
+    assert from_release("1.37.9", "mirror", mirror_url="https://files.example.com", url_exists=mirror)[1] == []
+
+
+def test_a_mirror_that_does_not_answer_the_controller_is_a_warning_for_an_unknown_patch_only():
+    warnings = []
+    mirror = Mirror(reachable=False)
+    assert from_release("1.37.1", "mirror", mirror_url="https://files.example.com", url_exists=mirror,
+                        warnings=warnings)[1] == []
+    assert warnings == []
+    assert from_release("1.37.99", "mirror", mirror_url="https://files.example.com", url_exists=mirror,
+                        warnings=warnings)[1] == []
+    assert [str(w) for w in warnings] == [
+        "slipway_kubernetes_version: 1.37.99 could not be checked: the mirror https://files.example.com did not answer "
+        "the controller, and the collection knows 1.37.0 to 1.37.2; the nodes will fail to download it if the mirror "
+        "does not have it"]
+
+
+def test_the_model_asks_the_mirror_through_its_reader_and_lists_the_problem_with_the_others():
+    class Reader(FakeBundle):
+        url_exists = Mirror([SHA.format("1.37.1")])
+
+    with pytest.raises(ModelError) as err:
+        build_model(GROUPS, HOSTVARS, {"slipway_artifacts_source": "mirror", "slipway_kubernetes_version": "1.37.4",
+                                       "slipway_artifacts_mirror_url": "https://files.example.com", "slipway_cni": "weave"},
+                    bundle=Reader())
+    assert [p.where for p in err.value.problems] == ["slipway_cni", "slipway_kubernetes_version"]
+    # A mirror URL that is none is not asked.
+    Reader.url_exists = Mirror()
+    with pytest.raises(ModelError):
+        build_model(GROUPS, HOSTVARS, {"slipway_artifacts_source": "mirror", "slipway_artifacts_mirror_url": "files"},
+                    bundle=Reader())
+    assert Reader.url_exists.asked == []
+
+
 def test_mirror_needs_its_url():
     problems = from_release("1.37.1", "mirror")[1]
     assert [p.where for p in problems] == ["slipway_artifacts_mirror_url"]

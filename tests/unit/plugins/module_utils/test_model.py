@@ -200,6 +200,54 @@ def test_node_mask_must_be_longer_than_pod_prefix():
     assert msg.startswith("slipway_node_cidr_mask_size: 16 must be longer")
 
 
+IPV6 = {name: {"ansible_host": f"2001:db8::{index + 1}"} for index, name in enumerate(GOOD_HOSTVARS)}
+
+
+@pytest.mark.parametrize("service", ["10.96.0.0/29", "10.96.0.0/30", "10.96.0.8/32", "fd00:96::/125"])
+def test_a_service_range_must_hold_the_api_servers_and_the_dns_address(service):
+    hostvars = IPV6 if ":" in service else None
+    pod = {"slipway_pod_cidr": "fd00:10::/56", "slipway_node_cidr_mask_size": 64} if ":" in service else {}
+    msg = one_problem(None, hostvars, slipway_service_cidr=service, **pod)
+    assert msg.startswith(f"slipway_service_cidr: {service} has ") and "cannot hold the API server's Service address" in msg
+    assert "/28 or shorter" in msg if ":" not in service else "/124 or shorter" in msg
+
+
+def test_the_smallest_service_range_that_holds_them_is_accepted():
+    model = build(slipway_service_cidr="10.96.0.0/28")
+    assert model["kubernetes_service_ip"] == "10.96.0.1" and model["cluster_dns_ip"] == "10.96.0.10"
+
+
+def test_an_ipv6_service_range_of_more_than_20_host_bits_is_refused():
+    settings = {"slipway_pod_cidr": "fd00:10::/56", "slipway_node_cidr_mask_size": 64}
+    assert one_problem(None, IPV6, slipway_service_cidr="fd00:96::/100", **settings) == (
+        "slipway_service_cidr: fd00:96::/100 is larger than the API server accepts for IPv6 (at most 20 host bits); "
+        "use a prefix of /108 or longer, e.g. fd00:10:96::/108")
+    model = build(None, IPV6, slipway_service_cidr="fd00:96::/108", **settings)
+    assert model["cluster_dns_ip"] == "fd00:96::a"
+
+
+@pytest.mark.parametrize("pod, mask, expected", [
+    # The IPv4 default of 24 is no node range of an IPv6 pod range.
+    ("fd00:10::/56", 24, "slipway_node_cidr_mask_size: 24 must be longer than slipway_pod_cidr's /56 and at most 126 "
+                         "(IPv6); set it like 64"),
+    ("fd00:10::/64", 64, "slipway_node_cidr_mask_size: 64 must be longer than slipway_pod_cidr's /64"),
+    ("fd00:10::/48", 127, "slipway_node_cidr_mask_size: 127 must be longer than slipway_pod_cidr's /48 and at most 126"),
+    ("fd00:10::/40", 64, "slipway_node_cidr_mask_size: /64 is 24 bits longer than slipway_pod_cidr's /40; "
+                         "kube-controller-manager allows at most 16: set it to 56 or shorter"),
+    ("fd00:10::/62", 64, "slipway_pod_cidr: fd00:10::/62 holds 4 node ranges of /64 but the cluster has 5 nodes"),
+])
+def test_an_ipv6_node_mask_fits_the_pod_range(pod, mask, expected):
+    msg = one_problem(None, IPV6, slipway_pod_cidr=pod, slipway_node_cidr_mask_size=mask,
+                      slipway_service_cidr="fd00:96::/112")
+    assert msg.startswith(expected), msg
+
+
+def test_ipv4_node_ranges_at_most_16_bits_longer_than_the_pod_range():
+    assert one_problem(slipway_pod_cidr="10.64.0.0/10", slipway_node_cidr_mask_size=27).startswith(
+        "slipway_node_cidr_mask_size: /27 is 17 bits longer than slipway_pod_cidr's /10")
+    assert build(slipway_pod_cidr="10.64.0.0/10", slipway_node_cidr_mask_size=26)["node_cidr_mask_size"] == 26
+
+
 @pytest.mark.parametrize("var,value,choices", [
     ("slipway_lb_mode", "nginx", "local_haproxy, vip, external"),
     ("slipway_cni", "weave", "flannel, calico, cilium, none"),
@@ -462,7 +510,8 @@ def one_problem_k8s(groups):
 # One authority: the defaults the model checks with are the ones the roles document and use.
 COLLECTION = __file__.split("/tests/unit/", maxsplit=1)[0]
 ROLE_OF = {"control_plane_": "control_plane", "loadbalancer_": "loadbalancer", "cni_": "cni", "containerd_": "containerd",
-           "kubesphere_": "kubesphere", "node_": "node", "metrics_server_": "metrics_server"}
+           "kubesphere_": "kubesphere", "node_": "node", "metrics_server_": "metrics_server", "operator_": "operator",
+           "etcd_": "etcd"}
 
 
 def _yaml(path):
@@ -484,6 +533,93 @@ def test_the_preflight_argument_spec_documents_every_setting_with_the_models_def
     options = _yaml("roles/preflight/meta/argument_specs.yml")["argument_specs"]["main"]["options"]
     assert name in options
     assert options[name]["default"] == DEFAULT_SETTINGS[name]
+
+
+# What the argument specs offer is what the model accepts: the same tuples.
+@pytest.mark.parametrize("role, option, choices", [
+    ("control_plane", "control_plane_kube_proxy_mode", "KUBE_PROXY_MODES"),
+    ("control_plane", "control_plane_encryption_provider", "ENCRYPTION_PROVIDERS"),
+    ("cni", "cni_flannel_backend", "FLANNEL_BACKENDS"),
+    ("operator", "operator_image_pull_policy", "IMAGE_PULL_POLICIES"),
+    ("kubesphere", "kubesphere_cluster_configuration_merge_type", "MERGE_TYPES"),
+    ("preflight", "slipway_lb_mode", "LB_MODES"),
+    ("preflight", "slipway_cni", "CNIS"),
+    ("preflight", "slipway_etcd_mode", "ETCD_MODES"),
+    ("preflight", "slipway_artifacts_source", "ARTIFACT_SOURCES"),
+    ("preflight", "slipway_hardening", "HARDENING"),
+])
+def test_the_argument_specs_choices_are_the_models(role, option, choices):
+    from ansible_collections.slipway.cluster.plugins.module_utils import _model
+
+    spec = _yaml(f"roles/{role}/meta/argument_specs.yml")["argument_specs"]["main"]["options"][option]
+    assert tuple(spec["choices"]) == getattr(_model, choices)
+
+
+def test_the_kubelet_address_types_argument_spec_offers_the_models():
+    from ansible_collections.slipway.cluster.plugins.module_utils._model import KUBELET_ADDRESS_TYPES
+
+    spec = _yaml("roles/metrics_server/meta/argument_specs.yml")["argument_specs"]["main"]["options"]
+    assert tuple(spec["metrics_server_kubelet_preferred_address_types"]["choices"]) == KUBELET_ADDRESS_TYPES
+
+
+def test_every_choices_list_of_a_checked_variable_is_tested_against_the_model():
+    # A role variable the model checks that gets `choices` in its argument spec must join the test above.
+    tested = {"control_plane_kube_proxy_mode", "control_plane_encryption_provider", "cni_flannel_backend",
+              "operator_image_pull_policy", "metrics_server_kubelet_preferred_address_types",
+              "kubesphere_cluster_configuration_merge_type"}
+    with_choices = set()
+    for name in ROLE_DEFAULTS:
+        role = next(role for prefix, role in ROLE_OF.items() if name.startswith(prefix))
+        if "choices" in _yaml(f"roles/{role}/meta/argument_specs.yml")["argument_specs"]["main"]["options"][name]:
+            with_choices.add(name)
+    assert with_choices <= tested, with_choices - tested
+
+
+def test_operator_settings_are_checked_by_the_model():
+    found = problems(operator_replicas=0, operator_image_pull_policy="Sometimes", operator_resync_seconds="often",
+                     operator_kubesphere_vars={"kubesphere_kubeconfig": "/x", "kubesphere_wait": False})
+    assert found == [
+        "operator_image_pull_policy: unknown value 'Sometimes'; set one of: Always, IfNotPresent, Never",
+        "operator_replicas: '0' is not a number of replicas; set 1 or more (2: one stands by)",
+        "operator_resync_seconds: 'often' is not a number of seconds; set 1 or more",
+        "operator_kubesphere_vars: sets kubesphere_kubeconfig, which the operator sets itself (its service account, the "
+        "stored ClusterConfiguration); remove them",
+    ]
+    assert one_problem(operator_kubesphere_vars=["kubesphere_wait"]) == (
+        "operator_kubesphere_vars: is a list; set a mapping of kubesphere_* settings")
+
+
+def test_check_settings_checks_the_settings_without_an_inventory():
+    from ansible_collections.slipway.cluster.plugins.module_utils._model import check_settings
+
+    assert check_settings({"operator_replicas": "3"}) == []
+    with pytest.raises(ModelError) as err:
+        check_settings({"operator_replicas": 0, "slipway_kubernets_version": "1.37.1", "kube_proxy_mode": "ipvs"})
+    assert [p.where for p in err.value.problems] == ["slipway_kubernets_version", "operator_replicas", "kube_proxy_mode"]
+
+
+def test_both_join_token_lifetimes_are_durations():
+    assert one_problem(control_plane_join_token_ttl="a day") == (
+        "control_plane_join_token_ttl: 'a day' is not a duration; set one such as 15m or 1h")
+    assert build(control_plane_join_token_ttl="1h30m")["control_planes"]
+
+
+def test_the_etcd_certificate_directories_follow_the_mode_and_etcd_pki_dir():
+    model = build()
+    assert (model["etcd_pki_dir"], model["etcd_certs_dir"]) == ("/etc/kubernetes/pki", "/etc/kubernetes/pki/etcd")
+    groups = {**GOOD_GROUPS, "etcd": ["lb1"]}
+    model = build(groups, None, slipway_etcd_mode="external", etcd_pki_dir="/srv/etcd/pki/")
+    assert (model["etcd_pki_dir"], model["etcd_certs_dir"]) == ("/srv/etcd/pki", "/srv/etcd/pki/etcd")
+    assert build(groups, None, slipway_etcd_mode="external")["etcd_certs_dir"] == "/etc/etcd/pki/etcd"
+    assert one_problem(etcd_pki_dir="pki") == "etcd_pki_dir: 'pki' is not an absolute path; set a directory such as /etc/etcd/pki"
+
+
+def test_the_vrrp_router_id_is_the_models():
+    vip = {"slipway_lb_mode": "vip", "slipway_control_plane_endpoint": "10.0.0.250"}
+    # Derived from the virtual IP as the loadbalancer role did (sha1, first 8 hex digits, mod 255, plus 1).
+    assert build(**vip)["endpoint"]["vrrp_router_id"] == int(__import__("hashlib").sha1(b"10.0.0.250").hexdigest()[:8], 16) % 255 + 1
+    assert build(**vip, loadbalancer_keepalived_virtual_router_id="42")["endpoint"]["vrrp_router_id"] == 42
+    assert "vrrp_router_id" not in build()["endpoint"]
 
 
 def test_networks_and_node_addresses_of_different_address_families_are_named():
