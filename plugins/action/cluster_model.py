@@ -121,8 +121,9 @@ class ActionModule(ActionBase):
         for key, by_value in sorted(values.items()):
             if len(by_value) < 2:
                 continue
-            # The value most hosts have is the intended one; the others are named.
-            ranked = sorted(by_value.items(), key=lambda item: -len(item[1]))
+            # The intended value: none (the setting is for group_vars/all or -e, so the hosts that have it are the
+            # odd ones), else the value most hosts have. The others are named.
+            ranked = sorted(by_value.items(), key=lambda item: (item[0] != "(not set)", -len(item[1])))
             others = "; ".join(f"{', '.join(hosts[:10])}{' ...' if len(hosts) > 10 else ''} {value}"
                                for value, hosts in ranked[1:])
             found.append(Problem(key, f"is cluster-wide but differs between hosts: {others}, the other {len(ranked[0][1])} "

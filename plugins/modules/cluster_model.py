@@ -28,10 +28,17 @@ options:
         C(slipway_pod_cidr), C(slipway_service_cidr), C(slipway_node_cidr_mask_size), C(slipway_lb_mode),
         C(slipway_lb_port), C(slipway_apiserver_port), C(slipway_control_plane_endpoint), C(slipway_cni),
         C(slipway_etcd_mode), C(slipway_artifacts_source), C(slipway_artifacts_bundle_dir),
-        C(slipway_artifacts_mirror_url), C(slipway_artifacts_registry_mirror), C(slipway_kubesphere_enabled)
-        and C(slipway_operator_enabled).
+        C(slipway_artifacts_mirror_url), C(slipway_artifacts_registry_mirror), C(slipway_kubesphere_enabled),
+        C(slipway_operator_enabled), C(slipway_hardening) and C(slipway_secrets_encryption). docs/preflight.md
+        describes each.
       - With C(slipway_artifacts_source=bundle) the bundle's manifest.yml is read and every file's sha256 checked
         on the controller; a relative C(slipway_artifacts_bundle_dir) is relative to the inventory directory.
+      - With C(slipway_artifacts_source=upstream) a C(slipway_kubernetes_version) that is not a release the collection
+        knows of is refused, with no network access; with C(mirror) the controller asks the mirror for the release's
+        kubeadm checksum file (HEAD, then GET), and a mirror that does not answer the controller is a warning only.
+      - Cluster-wide settings are read once, from the host the task runs for. A C(slipway_*) setting, or a role
+        variable the model checks, whose value differs between the hosts (set in host_vars or in the group_vars of
+        another group than C(all)) is a problem naming it and the hosts.
     type: dict
     default: {}
   exclude:
@@ -51,6 +58,15 @@ options:
         each task cost in proportion to the cluster's size on each host. The preflight role uses V(false).
     type: bool
     default: true
+    version_added: 0.1.0
+  scope:
+    description:
+      - V(cluster) checks the inventory and the settings and returns the model.
+      - V(settings) checks the settings and role variables alone, for a playbook that runs without an inventory
+        (C(playbooks/operator.yml) against a kubeconfig of the controller); it returns no model.
+    type: str
+    choices: [cluster, settings]
+    default: cluster
     version_added: 0.1.0
 attributes:
   action:
@@ -95,8 +111,10 @@ ansible_facts:
       description:
         - The normalized cluster. Keys include C(kubernetes_version), C(pod_cidr), C(service_cidr),
           C(cluster_dns_ip), C(endpoint) (C(mode), C(host), C(port), C(address), C(url), C(external_url), C(vip),
-          C(lb_hosts)), C(control_planes), C(first_control_plane), C(workers), C(etcd_members) and C(nodes)
-          (per host C(name), C(address), C(url_host) (the address in brackets when it is IPv6, for URLs), C(roles)).
+          C(lb_hosts), C(vrrp_router_id) with C(vip)), C(control_planes), C(first_control_plane), C(workers),
+          C(etcd_members), C(etcd_pki_dir) and C(etcd_certs_dir) (where the members keep etcd's certificates),
+          C(hardening), C(secrets_encryption) and C(nodes) (per host C(name), C(address), C(url_host) (the address in
+          brackets when it is IPv6, for URLs), C(roles), and for a control plane C(api_url), its own API server).
       type: dict
       returned: success
       sample:
