@@ -163,8 +163,8 @@ def _release_problem(kubernetes_version: str, source: str, mirror_url: str,
             "bundle or a mirror that has it")), None
     if not mirror_url or url_exists is None:
         return None, None
-    url = mirror_url.rstrip("/") + "/" + UPSTREAM["kubernetes"].format(version=kubernetes_version, arch="amd64",
-                                                                        name="kubeadm").split("://", 1)[1] + ".sha256"
+    kubeadm = UPSTREAM["kubernetes"].format(version=kubernetes_version, arch="amd64", name="kubeadm")
+    url = mirror_url.rstrip("/") + "/" + kubeadm.split("://", 1)[1] + ".sha256"
     found = url_exists(url)
     if found is False:
         return Problem("slipway_kubernetes_version", (

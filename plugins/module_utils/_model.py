@@ -761,6 +761,7 @@ def build_model(
     if col.problems or pod is None or service is None:
         raise ModelError(col.problems, col.warnings)
 
+    etcd_pki_dir = "/etc/kubernetes/pki" if etcd_mode == "stacked" else str(role["etcd_pki_dir"]).rstrip("/")
     nodes = {}
     for host in all_hosts:
         roles = [role for role, members in (
@@ -788,9 +789,8 @@ def build_model(
         "etcd_mode": etcd_mode,
         # Where each etcd member keeps its certificates: etcd_pki_dir holds the API server's client certificate
         # (apiserver-etcd-client.*), etcd_certs_dir etcd's CA, server, peer and health-check client certificates.
-        "etcd_pki_dir": "/etc/kubernetes/pki" if etcd_mode == "stacked" else str(role["etcd_pki_dir"]).rstrip("/"),
-        "etcd_certs_dir": ("/etc/kubernetes/pki" if etcd_mode == "stacked" else str(role["etcd_pki_dir"]).rstrip("/"))
-                          + "/etcd",
+        "etcd_pki_dir": etcd_pki_dir,
+        "etcd_certs_dir": f"{etcd_pki_dir}/etcd",
         "artifacts_source": source,
         "artifacts": artifacts,
         "kubesphere_enabled": kubesphere,
