@@ -86,6 +86,7 @@ ROLE_DEFAULTS: dict[str, Any] = {
     "control_plane_audit_policy_src": "",
     "control_plane_encryption_provider": "aescbc",
     "control_plane_kubelet_pod_pids_limit": 4096,
+    "control_plane_certs_auto_renew": False,
 }
 HARDENING = ("cis", "none")
 ENCRYPTION_PROVIDERS = ("aescbc", "secretbox")
