@@ -151,7 +151,7 @@ KUBESPRAY: dict[str, Row] = {
     "kube_network_plugin_multus": _nothing("Multus"),
     "kata_containers_enabled": _nothing("Kata Containers"),
     "kubernetes_audit": _fixed(False, "the API server's audit log is not set up"),
-    "auto_renew_certificates": _fixed(False, "certificates are not renewed on a timer"),
+    "auto_renew_certificates": Row("control_plane_certs_auto_renew", _boolean),
     "podsecuritypolicy_enabled": _fixed(False, "PodSecurityPolicy does not exist in the supported Kubernetes releases"),
     "persistent_volumes_enabled": _nothing("storage class"),
     "deploy_netchecker": _nothing("netchecker"),

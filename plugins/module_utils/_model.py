@@ -95,6 +95,7 @@ ROLE_DEFAULTS: dict[str, Any] = {
     "operator_resync_seconds": 300,
     "operator_debounce_seconds": 2,
     "operator_kubesphere_vars": {},
+    "control_plane_certs_auto_renew": False,
 }
 HARDENING = ("cis", "none")
 ENCRYPTION_PROVIDERS = ("aescbc", "secretbox")

@@ -2,7 +2,7 @@
 """Run one step of the lifecycle scenario: set the inventory's groups, run a playbook, judge its recap.
 
     stage.py --inventory-dir DIR --node cp1:kube_control_plane,etcd --node w1:kube_node \
-             --playbook playbooks/scale.yml [--extra KEY=VALUE ...] [--limit HOSTS] --log LOG \
+             --playbook playbooks/scale.yml [--extra KEY=VALUE ...] [--limit HOSTS] [--check] --log LOG \
              [--expect changed|unchanged|failed] [--expect-output REGEX ...]
 
 The groups go to DIR/lifecycle-stage.yml, read with the lab inventory beside it (so every later
@@ -47,6 +47,7 @@ def main() -> int:
     parser.add_argument("--playbook", required=True)
     parser.add_argument("--extra", action="append", default=[])
     parser.add_argument("--limit", default="")
+    parser.add_argument("--check", action="store_true", help="run the playbook in check mode")
     parser.add_argument("--log", required=True, type=Path)
     parser.add_argument("--expect", choices=("changed", "unchanged", "failed"), default="changed")
     parser.add_argument("--expect-output", action="append", default=[])
@@ -59,6 +60,8 @@ def main() -> int:
         argv += ["-e", extra]
     if args.limit:
         argv += ["--limit", args.limit]
+    if args.check:
+        argv.append("--check")
     started = time.monotonic()
     proc = subprocess.run(argv, cwd=ROOT, text=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           env={**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"}, check=False)

@@ -27,6 +27,8 @@ def messages(given, **ours):
     ("kube_network_plugin", "calico", "set slipway_cni: calico and remove kube_network_plugin"),
     ("kube_network_plugin", "weave", "slipway.cluster reads slipway_cni ('flannel'), which has no equivalent of it"),
     ("kube_proxy_mode", "ipvs", "set control_plane_kube_proxy_mode: ipvs and remove kube_proxy_mode"),
+    ("auto_renew_certificates", True, "auto_renew_certificates: true is kubespray's and is not read; slipway.cluster reads "
+     "control_plane_certs_auto_renew (false): set control_plane_certs_auto_renew: true and remove auto_renew_certificates"),
     ("cluster_name", "corp.local", "set slipway_dns_domain: corp.local and remove cluster_name"),
     ("etcd_deployment_type", "host", "set slipway_etcd_mode: external and remove etcd_deployment_type"),
     ("files_repo", "http://files.example", "set slipway_artifacts_mirror_url: http://files.example "

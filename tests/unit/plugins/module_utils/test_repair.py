@@ -162,3 +162,25 @@ def test_recover_with_external_etcd_uses_a_member_with_data():
     plan = recover_plan(model(etcd=["e1", "e2", "e3"]), ["cp3", "e2", "e3"],
                         {"cp3": {"ca": True}, "e2": {"data": False}, "e3": {"data": True}})
     assert plan == {"host": "cp3", "etcd_host": "e3", "source": "member", "problems": []}
+
+
+def test_cert_report_names_a_missing_certificate_as_a_warning_after_the_others():
+    certs = [{"host": "w1", "name": "kubelet serving",
+              "missing": ["/var/lib/kubelet/pki/kubelet-server-current.pem", "/var/lib/kubelet/pki/kubelet.crt"]},
+             {"host": "cp1", "name": "apiserver", "not_after": "20271125101500Z"}]
+    report = cert_report(certs, "2026-11-25T10:15:00Z", 30)
+    assert [(c["host"], c["state"]) for c in report["certificates"]] == [("cp1", "ok"), ("w1", "missing")]
+    assert report["lines"][-1].split() == ["w1", "kubelet", "serving", "-", "-", "missing"]
+    assert report["warnings"] == ["w1: kubelet serving is missing: no file at /var/lib/kubelet/pki/kubelet-server-current.pem"
+                                  " or /var/lib/kubelet/pki/kubelet.crt"]
+    assert report["errors"] == []
+    assert renew_due(report["certificates"], "2030-01-01T00:00:00Z") == ["cp1"]
+
+
+def test_cert_report_warns_below_warn_days_and_errs_only_when_expired():
+    certs = [{"host": "cp1", "name": "apiserver", "not_after": "20271125101500Z"}]
+    report = cert_report(certs, "2026-11-25T10:15:00Z", 400)
+    assert report["certificates"][0]["state"] == "warning"
+    assert report["warnings"] == ["cp1: apiserver expires on 2027-11-25T10:15:00Z, in 365 days (fewer than certs_warn_days,"
+                                  " 400): renew with -e certs_action=renew"]
+    assert report["errors"] == []
