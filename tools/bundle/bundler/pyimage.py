@@ -453,15 +453,21 @@ def resolve_libraries(deb_root, stage, programs):
     return sorted(needed)
 
 
-def stage_collections(ansible_wheel, stage, root=REPO_ROOT):
-    """slipway.cluster from this checkout and COLLECTIONS from the `ansible` wheel."""
-    target = os.path.join(stage, COLLECTIONS_ROOT.lstrip("/"))
-    own = os.path.join(target, "slipway", "cluster")
+def stage_checkout(stage, root=REPO_ROOT):
+    """What the image holds of this checkout: the slipway.cluster collection and the operator."""
+    own = os.path.join(stage, COLLECTIONS_ROOT.lstrip("/"), "slipway", "cluster")
     for rel in collection_files(root):
         dst = os.path.join(own, rel)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         shutil.copyfile(os.path.join(root, rel), dst)
         os.chmod(dst, 0o644)
+    copy_tree(os.path.join(root, "operator", "slipway_operator"),
+              os.path.join(stage, SITE_PACKAGES.lstrip("/"), "slipway_operator"))
+
+
+def stage_collections(ansible_wheel, stage):
+    """COLLECTIONS from the `ansible` wheel."""
+    target = os.path.join(stage, COLLECTIONS_ROOT.lstrip("/"))
     prefixes = tuple("ansible_collections/%s/" % name for name in COLLECTIONS)
     copied = set()
     with zipfile.ZipFile(ansible_wheel) as archive:
@@ -493,13 +499,15 @@ def collection_versions(stage):
     return versions
 
 
-def compile_tree(stage, run=subprocess.run, python=sys.executable, log=None):
-    """Compile every .py file of the image to unchecked-hash .pyc, with image paths in them."""
+def compile_tree(stage, run=subprocess.run, python=sys.executable, log=None,
+                 tops=(STDLIB, SITE_PACKAGES, COLLECTIONS_ROOT)):
+    """Compile every .py file under ``tops`` of the image to unchecked-hash .pyc, with image paths
+    in them."""
     if "%d.%d" % sys.version_info[:2] != PYTHON_VERSION:
         raise ImageError("compiling the image's .pyc files needs Python %s; this is %d.%d"
                          % (PYTHON_VERSION, sys.version_info[0], sys.version_info[1]))
-    dirs = [os.path.join(stage, path.lstrip("/")) for path in
-            (STDLIB, SITE_PACKAGES, COLLECTIONS_ROOT)]
+    dirs = [os.path.join(stage, path.lstrip("/")) for path in tops
+            if os.path.isdir(os.path.join(stage, path.lstrip("/")))]
     cmd = [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash",
            "-s", stage, "-p", "/"] + dirs
     proc = run(cmd, stdout=log, stderr=log, check=False)
@@ -508,17 +516,19 @@ def compile_tree(stage, run=subprocess.run, python=sys.executable, log=None):
                          % proc.returncode)
 
 
-def layer_from_stage(stage, busybox, applets):
+def layer_from_stages(stages, busybox, applets):
+    """One layer of the trees in ``stages`` (image roots, none overlapping another's files) and busybox."""
     layer = images.base_layer()
-    for dirpath, dirnames, filenames in os.walk(stage):
-        dirnames.sort()
-        for name in sorted(dirnames) + sorted(filenames):
-            full = os.path.join(dirpath, name)
-            image_path = "/" + os.path.relpath(full, stage)
-            if os.path.isdir(full) and not os.path.islink(full):
-                layer.add_dir(image_path, 0o755)
-            else:
-                layer.add_from_root(stage, image_path)
+    for stage in stages:
+        for dirpath, dirnames, filenames in os.walk(stage):
+            dirnames.sort()
+            for name in sorted(dirnames) + sorted(filenames):
+                full = os.path.join(dirpath, name)
+                image_path = "/" + os.path.relpath(full, stage)
+                if os.path.isdir(full) and not os.path.islink(full):
+                    layer.add_dir(image_path, 0o755)
+                else:
+                    layer.add_from_root(stage, image_path)
     images.add_busybox(layer, busybox, applets)
     return layer
 
@@ -538,58 +548,71 @@ def image_config(ref, digest):
 # the build step
 
 def build(step_runner, cache_dir, run=subprocess.run, log_path=None, root=REPO_ROOT):
-    """The operator image as a cached step: (archive path, ref, component entry)."""
+    """The operator image in two cached steps: (archive path, ref, component entry).
+
+    ``operator-python``: Debian's Python, the locked wheels and the other collections, compiled;
+    it changes only with the lock file, the Debian packages or this code, and is the slow part.
+    ``image-slipway-operator-TAG``: that tree with this checkout's collection and operator (compiled
+    apart) in one layer; it runs again whenever the collection changes, in seconds.
+    """
     deb_versions = debs.candidate_versions(DEBIAN_PACKAGES + [images_busybox_package()], run=run)
     with open(LOCK, encoding="utf-8") as handle:
         lock = handle.read()
-    ref = image_ref(root)
-    digest = sources_digest(root)
-    key = steps.digest({"debs": deb_versions, "lock": lock, "sources": digest, "ref": ref,
-                        "python": list(sys.version_info[:2]),
-                        "code": steps.files_digest([os.path.join(HERE, name) for name in
-                                                    ("pyimage.py", "debs.py", "elf.py",
-                                                     "dockerarchive.py", "images.py")])})
+    code = steps.files_digest([os.path.join(HERE, name) for name in
+                               ("pyimage.py", "debs.py", "elf.py", "dockerarchive.py", "images.py")])
+    python_key = steps.digest({"debs": deb_versions, "lock": lock, "code": code,
+                               "python": list(sys.version_info[:2])})
 
-    def produce(tmp):
-        step_runner.say("image %s: Debian's Python, %d locked wheels, the collection"
-                        % (ref, len(parse_lock(lock))))
-        log = open(log_path or os.devnull, "a", encoding="utf-8")  # pylint: disable=consider-using-with
-        try:
-            log.write("\n==== operator image %s\n" % ref)
+    def produce_python(tmp):
+        step_runner.say("operator image: Debian's %s and %d locked wheels" % (PYTHON, len(parse_lock(lock))))
+        with open(log_path or os.devnull, "a", encoding="utf-8") as log:
+            log.write("\n==== operator image: Python\n")
             log.flush()
             paths = debs.fetch(sorted(deb_versions), deb_versions,
                                os.path.join(cache_dir, "debs"), run=run, log=log)
             deb_root = debs.unpack(paths, os.path.join(tmp, "debian"), run=run)
             wheels = fetch_wheels(LOCK, os.path.join(cache_dir, "wheels"), run=run, log=log)
-            stage = os.path.join(tmp, "stage")
+            if COLLECTION_WHEEL not in wheels:
+                raise ImageError("%s does not lock the %s wheel the collections come from"
+                                 % (LOCK, COLLECTION_WHEEL))
+            stage = os.path.join(tmp, "root")
             programs = stage_python(deb_root, stage)
             for name, wheel in sorted(wheels.items()):
                 if name != COLLECTION_WHEEL:
                     install_wheel(wheel, stage)
-            copy_tree(os.path.join(root, "operator", "slipway_operator"),
-                      os.path.join(stage, SITE_PACKAGES.lstrip("/"), "slipway_operator"))
-            if COLLECTION_WHEEL not in wheels:
-                raise ImageError("%s does not lock the %s wheel the collections come from"
-                                 % (LOCK, COLLECTION_WHEEL))
-            stage_collections(wheels[COLLECTION_WHEEL], stage, root)
+            stage_collections(wheels[COLLECTION_WHEEL], stage)
             resolve_libraries(deb_root, stage, programs + wheel_extensions(stage))
             compile_tree(stage, run=run, log=log)
-            log.flush()
             busybox = os.path.join(deb_root, "bin", "busybox")
-            layer = layer_from_stage(stage, busybox, images.busybox_applets(busybox, run=run))
-            dockerarchive.write_image(os.path.join(tmp, "image.tar"), layer, ref,
-                                      **image_config(ref, digest))
-            entry = component_entry(ref.rsplit(":", 1)[-1], deb_versions, parse_lock(lock), collection_versions(stage))
-            with open(os.path.join(tmp, "component.json"), "w", encoding="utf-8") as handle:
-                json.dump(entry, handle, indent=1, sort_keys=True)
+            shutil.copyfile(busybox, os.path.join(tmp, "busybox"))
+            os.chmod(os.path.join(tmp, "busybox"), 0o755)
+            with open(os.path.join(tmp, "python.json"), "w", encoding="utf-8") as handle:
+                json.dump({"applets": images.busybox_applets(busybox, run=run),
+                           "collections": collection_versions(stage)}, handle, indent=1, sort_keys=True)
             shutil.rmtree(deb_root)
-            shutil.rmtree(stage)
-        finally:
-            log.close()
+
+    python_dir = step_runner.run("operator-python", python_key, produce_python)
+    with open(os.path.join(python_dir, "python.json"), encoding="utf-8") as handle:
+        python_info = json.load(handle)
+
+    ref = image_ref(root)
+    digest = sources_digest(root)
+    key = steps.digest({"python": python_key, "sources": digest, "ref": ref, "code": code})
+
+    def produce(tmp):
+        step_runner.say("image %s: the collection and the operator of this checkout" % ref)
+        stage = os.path.join(tmp, "checkout")
+        stage_checkout(stage, root)
+        with open(log_path or os.devnull, "a", encoding="utf-8") as log:
+            compile_tree(stage, run=run, log=log, tops=(SITE_PACKAGES, COLLECTIONS_ROOT))
+        layer = layer_from_stages([os.path.join(python_dir, "root"), stage],
+                                  os.path.join(python_dir, "busybox"), python_info["applets"])
+        dockerarchive.write_image(os.path.join(tmp, "image.tar"), layer, ref, **image_config(ref, digest))
+        shutil.rmtree(stage)
 
     out = step_runner.run("image-%s-%s" % (NAME, ref.rsplit(":", 1)[-1]), key, produce)
-    with open(os.path.join(out, "component.json"), encoding="utf-8") as handle:
-        entry = json.load(handle)
+    entry = component_entry(ref.rsplit(":", 1)[-1], deb_versions, parse_lock(lock),
+                            python_info["collections"])
     return os.path.join(out, "image.tar"), ref, entry
 
 
