@@ -166,7 +166,9 @@ class Reconciler:
     def _playbook(self, sources: list[str]):
         import ansible_runner  # pylint: disable=import-outside-toplevel
         extravars = logic.playbook_vars(sources, self._kubeconfig(), self.options.extra_vars)
+        # Ansible's temporary files in the work directory: the image's user has no home directory.
         env = {"ANSIBLE_COLLECTIONS_PATH": self.options.collections_path, "ANSIBLE_NOCOLOR": "1",
+               "ANSIBLE_REMOTE_TMP": str(self.workdir / "ansible-tmp"), "ANSIBLE_LOCAL_TEMP": str(self.workdir / "ansible-local"),
                "ANSIBLE_RETRY_FILES_ENABLED": "0", "ANSIBLE_LOCALHOST_WARNING": "0",
                "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0"}
         return ansible_runner.run(
