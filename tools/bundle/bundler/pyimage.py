@@ -631,4 +631,3 @@ def component_entry(version, deb_versions, locked, collections):
                          pins.get("kopf"), pins.get("ansible-core"), pins.get("ansible-runner"),
                          pins.get("kubernetes"),
                          ", ".join("%s %s" % item for item in sorted(collections.items())))}
-
