@@ -30,7 +30,7 @@ SCENARIOS   ?= lifecycle upgrade vip kubesphere artifacts loadbalancer loadbalan
 TEST_LANES  ?= 2
 SCENARIO    ?= preinstall
 
-.PHONY: help deps venv collection bundle bundle-verify lab lab-down lab-status bench bench-scale bench-upgrade bench-preflight lint sanity units integration molecule test clean
+.PHONY: help deps venv collection bundle bundle-verify lab lab-down lab-status bench bench-scale bench-upgrade bench-operator bench-preflight lint sanity units integration molecule test clean
 
 help:
 	@echo "make lab        bring up the podman lab and run site.yml on it"
@@ -38,6 +38,7 @@ help:
 	@echo "make bench      site.yml on a fresh lab cluster, then a rerun: wall times and task results per host"
 	@echo "make bench-scale  the same cluster grown by one worker with scale.yml (BENCH_ADD)"
 	@echo "make bench-upgrade  the same cluster made at the older release, then upgrade.yml under a client"
+	@echo "make bench-operator  slipway-operator on a single-node cluster: kubectl patch -> status enabled, a no-op reconcile"
 	@echo "make lint | sanity | units | integration | molecule SCENARIO=name | lab-down | lab-status"
 
 # System packages (Debian 12). Installed only when something is missing.
@@ -96,6 +97,12 @@ bench-scale: deps venv collection bundle
 bench-upgrade: deps venv collection bundle
 	$(PY) tools/bench.py --cluster $(BENCH_CLUSTER) $(addprefix --node ,$(LAB_NODES)) --upgrade \
 	  $(addprefix --vars ,$(LAB_VARS)) --log-dir $(CACHE)/bench-upgrade $(if $(BENCH_KEEP),--keep)
+
+# slipway-operator on a fresh single-node lab cluster (site.yml with the components and the operator): the
+# time from kubectl patch to status enabled for alerting, back to disabled, and a reconcile with nothing to
+# do (docs/performance.md). The cluster is removed afterwards unless BENCH_KEEP=1.
+bench-operator: deps venv collection bundle
+	$(PY) tools/bench_operator.py --cluster $(BENCH_CLUSTER)-operator --bundle $(BUNDLE_DIR) $(if $(BENCH_KEEP),--keep)
 
 # Preflight's first stage at fleet size: the model and site.yml's list of problems for 10, 100 and
 # 1,000 generated hosts, no host contacted (docs/performance.md).

@@ -128,7 +128,7 @@ async def lead(options: app.Options, metrics: app.Metrics, state: dict, stop: as
         config.load_incluster_config()
         api_client = client.ApiClient()
     root = Path(options.playbook).resolve().parents[1]
-    catalogue = logic.load_catalogue(root)
+    planner = logic.load_planner(root)
     elector = election.LeaseElector(client.CoordinationV1Api(api_client), options.namespace, options.lease_name, options.identity)
     state["ready"] = True
     acquiring = asyncio.ensure_future(elector.acquire())
@@ -139,7 +139,7 @@ async def lead(options: app.Options, metrics: app.Metrics, state: dict, stop: as
         return 0
     state["leader"] = True
     metrics.leader.set(1)
-    reconciler = app.Reconciler(options, metrics, catalogue, api_client)
+    reconciler = app.Reconciler(options, metrics, planner.CATALOGUE, api_client, planner=planner)
     register_handlers(options, reconciler, api_client)
     kopf_stop = asyncio.Event()
     tasks = {

@@ -67,6 +67,8 @@ class Metrics:  # pylint: disable=too-few-public-methods
                                 ["status"], registry=self.registry)
         self.triggers = Counter("slipway_operator_triggers", "Reconcile requests, by source (spec, resync, retry)",
                                 ["source"], registry=self.registry)
+        self.playbook_runs = Counter("slipway_operator_playbook_runs", "Runs of playbooks/kubesphere.yml (a reconcile whose "
+                                     "plan has nothing to do runs none)", registry=self.registry)
         self.leader = Gauge("slipway_operator_leader", "1 while this replica holds the Lease and reconciles",
                             registry=self.registry)
         for result in ("success", "component_failed", "error"):
@@ -102,8 +104,9 @@ def in_cluster_kubeconfig(path: Path) -> Path:
 class Reconciler:
     """The one reconcile loop of the leading replica."""
 
-    def __init__(self, options: Options, metrics: Metrics, catalogue, api_client):
+    def __init__(self, options: Options, metrics: Metrics, catalogue, api_client, planner=None):  # pylint: disable=too-many-arguments
         self.options = options
+        self.planner = planner
         self.metrics = metrics
         self.catalogue = catalogue
         self.api_client = api_client
@@ -163,7 +166,9 @@ class Reconciler:
     def _playbook(self, sources: list[str]):
         import ansible_runner  # pylint: disable=import-outside-toplevel
         extravars = logic.playbook_vars(sources, self._kubeconfig(), self.options.extra_vars)
+        # Ansible's temporary files in the work directory: the image's user has no home directory.
         env = {"ANSIBLE_COLLECTIONS_PATH": self.options.collections_path, "ANSIBLE_NOCOLOR": "1",
+               "ANSIBLE_REMOTE_TMP": str(self.workdir / "ansible-tmp"), "ANSIBLE_LOCAL_TEMP": str(self.workdir / "ansible-local"),
                "ANSIBLE_RETRY_FILES_ENABLED": "0", "ANSIBLE_LOCALHOST_WARNING": "0",
                "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0"}
         return ansible_runner.run(
@@ -210,12 +215,22 @@ class Reconciler:
         started = time.monotonic()
         before_obj = await asyncio.to_thread(self._read)
         before = logic.component_states((before_obj or {}).get("status"), self.catalogue)
+        actions = logic.pending_actions(before_obj, self.planner) if self.planner is not None else None
+        if actions is not None and not logic.needs_playbook(sources, actions):
+            # The collection's own plan (the playbook's cluster_configuration_info) has nothing to
+            # install, reapply or remove: the playbook would change nothing.
+            self.metrics.set_components(before)
+            self.metrics.reconciles.labels(result="success").inc()
+            self.metrics.duration.observe(time.monotonic() - started)
+            LOGGER.info("reconcile success in %.1f s (nothing to do)", time.monotonic() - started)
+            return "success"
         try:
+            self.metrics.playbook_runs.inc()
             runner = await asyncio.to_thread(self._playbook, sources)
             ok = runner.status == "successful" and runner.rc == 0
             failure = None if ok else self._failure(runner)
         except Exception as exc:  # pylint: disable=broad-exception-caught  # recorded, retried
-            ok, failure = False, f"the playbook could not run: {exc}"
+            failure = f"the playbook could not run: {exc}"
         after_obj = await asyncio.to_thread(self._read)
         after = logic.component_states((after_obj or {}).get("status"), self.catalogue)
         if after_obj is not None:

@@ -90,19 +90,46 @@ def playbook_vars(sources: list[str], kubeconfig: str, extra: dict) -> dict:
     return variables
 
 
-def load_catalogue(collection_root: Path) -> tuple:
-    """The component catalogue of the collection the operator runs (one implementation with the playbook)."""
+def load_planner(collection_root: Path):
+    """The collection's own plan module (plugins/module_utils/_cluster_configuration.py, which
+    cluster_configuration_info runs): its catalogue and its plan (one implementation with the playbook)."""
     path = Path(collection_root) / "plugins" / "module_utils" / "_cluster_configuration.py"
     name = "slipway_operator._cluster_configuration"
     if name in sys.modules:
-        return sys.modules[name].CATALOGUE
+        return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
-    return module.CATALOGUE
+    return module
+
+
+def load_catalogue(collection_root: Path) -> tuple:
+    """The component catalogue of the collection the operator runs."""
+    return load_planner(collection_root).CATALOGUE
+
+
+# What a run of playbooks/kubesphere.yml acts on: without any of these in the plan it changes nothing.
+PLAYBOOK_ACTIONS = ("install", "reapply", "uninstall")
+
+
+def pending_actions(obj: dict | None, planner) -> dict[str, list[str]]:
+    """The plan's install, reapply and uninstall lists for the stored resource, computed with the
+    collection's own plan (the one the playbook's cluster_configuration_info task computes)."""
+    if obj is None:
+        return {action: ["(no ClusterConfiguration)"] for action in PLAYBOOK_ACTIONS}
+    summary = planner.summarize(planner.plan(obj.get("spec") or {}, obj.get("status") or {}))
+    return {action: list(summary.get(action) or []) for action in PLAYBOOK_ACTIONS}
+
+
+def needs_playbook(sources: list[str], actions: dict[str, list[str]]) -> bool:
+    """Whether a reconcile runs the playbook. An edit of spec with nothing to install, reapply or
+    remove changes nothing, so it is skipped; the resync (drift repair) and the retries always run it."""
+    if any(source != "spec" for source in sources):
+        return True
+    return any(actions.get(action) for action in PLAYBOOK_ACTIONS)
 
 
 def _entry(status: Any, path: tuple) -> dict | None:

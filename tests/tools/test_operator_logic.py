@@ -211,3 +211,36 @@ def test_a_failed_reconcile_is_retried_with_backoff_until_it_succeeds(tmp_path):
     asyncio.run(scenario())
     assert recorder.calls == [["spec"], ["retry"], ["retry"]]
     assert reconciler.attempt == 0 and reconciler.retry_at is None
+
+
+# --- whether a reconcile runs the playbook: the collection's own plan ----------------------------------
+
+PLANNER = logic.load_planner(ROOT)
+
+
+def _cc(spec, status=None):
+    return {"metadata": {"name": "ks-installer", "namespace": "kubesphere-system"}, "spec": spec, "status": status or {}}
+
+
+def test_a_spec_edit_with_nothing_to_do_runs_no_playbook():
+    # core and monitoring as ks-installer leaves them: enabled and current for the plan.
+    status = {"core": {"status": "enabled"}, "monitoring": {"status": "enabled"}}
+    actions = logic.pending_actions(_cc({}, status), PLANNER)
+    assert actions == {"install": [], "reapply": [], "uninstall": []}
+    assert not logic.needs_playbook(["spec"], actions)
+
+
+def test_a_component_switched_on_runs_the_playbook():
+    status = {"core": {"status": "enabled"}, "monitoring": {"status": "enabled"}}
+    actions = logic.pending_actions(_cc({"alerting": {"enabled": True}}, status), PLANNER)
+    assert actions["install"] == ["alerting"]
+    assert logic.needs_playbook(["spec"], actions)
+
+
+@pytest.mark.parametrize("sources", [["resync"], ["retry"], ["spec", "resync"]])
+def test_the_resync_and_retries_always_run_the_playbook(sources):
+    assert logic.needs_playbook(sources, {"install": [], "reapply": [], "uninstall": []})
+
+
+def test_no_resource_is_something_to_do():
+    assert logic.needs_playbook(["spec"], logic.pending_actions(None, PLANNER))

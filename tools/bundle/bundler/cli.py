@@ -7,12 +7,12 @@ import shutil
 import sys
 import time
 
-from . import debs, download, elf, gomod, kubeadm, manifest, steps, versions
+from . import debs, download, elf, gomod, kubeadm, manifest, pyimage, steps, versions
 
 # Failures with a message of their own: reported without a traceback.
 BUILD_ERRORS = (gomod.GoError, debs.DebError, kubeadm.KubeadmError, download.ChecksumError,
                 download.DownloadError, elf.ElfError, manifest.ManifestError,
-                versions.VersionError)
+                versions.VersionError, pyimage.ImageError)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS_BUNDLE = os.path.dirname(HERE)
@@ -155,8 +155,10 @@ def build(args, out=sys.stdout):
     backends = [make_backend(args.backend, version, cache_dir, out) for version in wanted]
     backend = backends[0]
     inputs = backend.inputs() if len(backends) == 1 else [each.inputs() for each in backends]
+    # The operator image holds the collection, its Python and the locked wheels: what of this
+    # checkout it holds is part of the bundle's key.
     key = steps.digest({"backend": backend.name, "arch": versions.ARCH,
-                        "inputs": inputs,
+                        "inputs": inputs, "operator": pyimage.sources_digest(),
                         "code": steps.files_digest(builder_sources())})
     times_path = os.path.join(cache_dir, "build-times.json")
     times = _read_json(times_path)
@@ -186,6 +188,17 @@ def build(args, out=sys.stdout):
         # Debian root) are reused by the second release.
         ran_steps.extend(each.steps.ran)
         reused_steps.extend(each.steps.reused)
+    # One operator image for every release of the bundle (the model takes a cluster's images from
+    # its release only); the step runs once.
+    ran_before, reused_before = len(backend.steps.ran), len(backend.steps.reused)
+    archive, ref, component = pyimage.build(backend.steps, cache_dir,
+                                            log_path=os.path.join(cache_dir, "build.log"))
+    ran_steps.extend(backend.steps.ran[ran_before:])
+    reused_steps.extend(backend.steps.reused[reused_before:])
+    for result in results:
+        result.add_image("images/%s.tar" % pyimage.NAME, archive, pyimage.NAME, ref,
+                         pyimage.COMPONENT)
+        result.components[pyimage.COMPONENT] = component
     backend.steps.say("writing %s" % out_dir)
     data = assemble(out_dir, results[0], others=results[1:])
     elapsed = time.monotonic() - started
@@ -263,6 +276,12 @@ def verify_parser():
 
 
 def main(argv):
+    if argv and argv[0] == "operator-lock":
+        try:
+            return pyimage.regenerate_lock()
+        except pyimage.ImageError as exc:
+            sys.stderr.write("build.py: %s\n" % exc)
+            return 1
     if argv and argv[0] == "verify":
         return verify(verify_parser().parse_args(argv[1:]))
     args = parser().parse_args(argv)
