@@ -87,6 +87,17 @@ def _cert_problems(certificates: Mapping[str, Any], now: float, min_hours: float
     return problems
 
 
+def _worker_batch(value: Any) -> int | None:
+    """upgrade_worker_batch as a whole number of 1 or more (text from -e or INI counts), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        return None
+    return number if number >= 1 else None
+
+
 def upgrade_plan(
     model: Mapping[str, Any],
     running: Mapping[str, Any],
@@ -96,13 +107,15 @@ def upgrade_plan(
     now: float = 0.0,
     min_certificate_hours: float = 24.0,
     kubeadm_plan: Mapping[str, Any] | None = None,
+    worker_batch: Any = 1,
 ) -> dict[str, Any]:
     """Decide the upgrade of the running cluster to the model's Kubernetes version.
 
     ``static_pods``: control plane -> {component: version} (static_pod_versions); ``cluster_version``: the
     kubernetesVersion of kubeadm's ClusterConfiguration (kube-system/kubeadm-config); ``certificates``: control plane
     -> ``kubeadm certs check-expiration -o json``; ``now``: seconds since the epoch; ``kubeadm_plan``: rc, stdout and
-    stderr of ``kubeadm upgrade plan`` (None when not run). Every problem is listed; nothing is decided away.
+    stderr of ``kubeadm upgrade plan`` (None when not run); ``worker_batch``: upgrade_worker_batch, how many workers are
+    upgraded together (a number given as text counts). Every problem is listed; nothing is decided away.
     """
     target = parse_version(model.get("kubernetes_version"))
     now, min_certificate_hours = float(now), float(min_certificate_hours)
@@ -160,6 +173,10 @@ def upgrade_plan(
         if not etcd.get("members"):
             problems.append("etcd lists no member")
     problems.extend(_cert_problems(certificates or {}, now, min_certificate_hours))
+    batch = _worker_batch(worker_batch)
+    if batch is None:
+        problems.append(f"upgrade_worker_batch: {worker_batch!r} is not a number of workers; set a whole number of 1 or "
+                        "more (workers drained and upgraded together)")
 
     todo = [name for name in nodes if name in behind]
     todo_control_planes = [name for name in control_planes if name in todo]
@@ -187,6 +204,7 @@ def upgrade_plan(
         "todo_control_planes": todo_control_planes,
         "todo_workers": todo_workers,
         "apply_on": apply_on,
+        "worker_batch": batch or 1,
         "versions": {name: info["version"] for name, info in versions.items()},
         "parts": {name: info["parts"] for name, info in versions.items()},
     }

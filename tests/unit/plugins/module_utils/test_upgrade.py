@@ -204,3 +204,16 @@ def test_a_node_at_the_target_left_cordoned_is_uncordoned_not_upgraded_again():
     planned = plan(running=result, static_pods=pods(cp1="1.37.1"), cluster_version="v1.37.1")
     assert planned["uncordon"] == ["cp1"]
     assert planned["todo_control_planes"] == ["cp2", "cp3"] and "w1" in planned["todo_workers"]
+
+
+@pytest.mark.parametrize("given, batch", [(1, 1), ("2", 2), (" 3 ", 3), (5, 5)])
+def test_the_worker_batch_is_a_whole_number_text_counting(given, batch):
+    result = plan(worker_batch=given)
+    assert result["problems"] == [] and result["worker_batch"] == batch
+
+
+@pytest.mark.parametrize("given", [0, -1, "two", "1.5", True, None])
+def test_a_worker_batch_below_one_or_not_a_number_is_a_problem_naming_the_setting(given):
+    result = plan(worker_batch=given)
+    assert [p for p in result["problems"] if p.startswith("upgrade_worker_batch: ")], result["problems"]
+    assert result["worker_batch"] == 1
