@@ -99,6 +99,19 @@ if [ -n "$own" ] && [ -d "/sys/fs/cgroup/systemd$own" ]; then
   mountpoint -q /sys/fs/cgroup/systemd/kubepods.slice ||
     mount --bind "/sys/fs/cgroup/systemd$own/kubepods.slice" /sys/fs/cgroup/systemd/kubepods.slice
 fi
+# - cgroup v1 hierarchies podman gives the container no subtree of (here perf_event, hugetlb and
+#   net_cls,net_prio, which the node's own systemd mounts whole) are shared by every node of
+#   every lab cluster: each kubelet took the other nodes' pods under kubepods.slice there for
+#   orphans of its own, and spent half its CPU every 2 s failing to remove them. Give each node
+#   (container) a kubepods.slice of its own in them, as a machine has.
+id=$(sed -n 's|^[0-9]*:pids:.*/libpod-\([0-9a-f]*\)$|\1|p' /proc/1/cgroup)
+awk -F: '$2 != "" && $2 !~ /^name=/ && $3 == "/" { print $2 }' /proc/1/cgroup | while read -r ctrl; do
+  top=/sys/fs/cgroup/$ctrl
+  [ -n "$id" ] && [ -d "$top" ] || continue
+  mountpoint -q "$top/kubepods.slice" && continue
+  mkdir -p "$top/slipway-lab/$id/kubepods.slice" "$top/kubepods.slice"
+  mount --bind "$top/slipway-lab/$id/kubepods.slice" "$top/kubepods.slice"
+done
 mount --make-rshared /
 EOF
   cat > "$1/etc/systemd/system/slipway-lab-node.service" <<'EOF'
