@@ -40,9 +40,20 @@ class FakeBackend:
         return result
 
 
+def fake_operator_image(tmp_path):
+    """pyimage.build's stand-in: the operator image's archive, ref and component, with no Debian or wheels."""
+    def build(step_runner, cache_dir, **kwargs):
+        archive = tmp_path / "src" / "operator.tar"
+        archive.parent.mkdir(exist_ok=True)
+        archive.write_bytes(b"operator image")
+        return str(archive), "localhost/slipway/operator:0.1.0", {"version": "0.1.0", "source": "test"}
+    return build
+
+
 def run_build(tmp_path, backend, monkeypatch):
     out = io.StringIO()
     monkeypatch.setattr(cli, "make_backend", lambda *args, **kwargs: backend)
+    monkeypatch.setattr(cli.pyimage, "build", fake_operator_image(tmp_path))
     args = argparse.Namespace(out=str(tmp_path / "bundle"), cache_dir=str(tmp_path / "cache"),
                               backend="source", kubernetes_version="v1.37.1")
     assert cli.build(args, out=out) == 0
@@ -92,7 +103,7 @@ def test_verify_command(tmp_path, monkeypatch):
     ok = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True, check=False,
                         text=True)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "1 binaries and 1 images match" in ok.stdout
+    assert "1 binaries and 2 images match" in ok.stdout
     with open(os.path.join(bundle, "images", "pause.tar"), "ab") as handle:
         handle.write(b"!")
     bad = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True, check=False,
@@ -112,6 +123,7 @@ def test_two_releases(tmp_path, monkeypatch):
 
     made = {"v1.37.1": FakeBackend(tmp_path, io.StringIO()), "v1.36.5": Older(tmp_path, io.StringIO())}
     monkeypatch.setattr(cli, "make_backend", lambda backend, version, *args, **kwargs: made[version])
+    monkeypatch.setattr(cli.pyimage, "build", fake_operator_image(tmp_path))
     args = argparse.Namespace(out=str(tmp_path / "bundle"), cache_dir=str(tmp_path / "cache"),
                               backend="source", kubernetes_version=["v1.37.1", "v1.36.5"])
     out = io.StringIO()
