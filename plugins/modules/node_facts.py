@@ -170,6 +170,7 @@ import json
 import os
 import platform
 import socket
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.slipway.cluster.plugins.module_utils._kernel import module_states
@@ -274,7 +275,24 @@ def _hex_address(text: str) -> str:
     return socket.inet_ntop(socket.AF_INET6, words)
 
 
-def listening() -> list:
+def listening(attempts: int = 3, pause: float = 0.5) -> list:
+    """Listening TCP sockets with the name of the process that holds each.
+
+    A process that restarts between the read of /proc/net/tcp and the scan of the processes' file
+    descriptors (a controller manager that lost its lease, a static pod the kubelet restarts) leaves
+    a socket with no owner for a moment: the scan is made again, up to ``attempts`` times, before a
+    socket is reported with no process.
+    """
+    result = _listening_once()
+    for dummy in range(attempts - 1):
+        if all(sock["process"] for sock in result):
+            break
+        time.sleep(pause)
+        result = _listening_once()
+    return result
+
+
+def _listening_once() -> list:
     owners = None
     result = []
     for path in ("/proc/net/tcp", "/proc/net/tcp6"):

@@ -81,3 +81,26 @@ def test_no_systemctl_output_means_no_states():
 
     assert parse_unit_states(["kubelet.service"], "") == {}
     assert services(["kubelet.service"], {}) == {"active": [], "enabled": []}
+
+
+def test_a_socket_whose_owner_restarted_is_read_again(monkeypatch):
+    # The first scan finds port 10257's socket between two controller managers; the second finds its new owner.
+    from ansible_collections.slipway.cluster.plugins.modules import node_facts
+    scans = iter([
+        [{"address": "127.0.0.1", "port": 10257, "process": ""}],
+        [{"address": "127.0.0.1", "port": 10257, "process": "kube-controller"}],
+    ])
+    monkeypatch.setattr(node_facts, "_listening_once", lambda: next(scans))
+    assert node_facts.listening(pause=0) == [{"address": "127.0.0.1", "port": 10257, "process": "kube-controller"}]
+
+
+def test_a_socket_with_no_owner_after_every_attempt_is_reported_without_one(monkeypatch):
+    from ansible_collections.slipway.cluster.plugins.modules import node_facts
+    calls = []
+
+    def scan():
+        calls.append(1)
+        return [{"address": "0.0.0.0", "port": 2049, "process": ""}]
+    monkeypatch.setattr(node_facts, "_listening_once", scan)
+    assert node_facts.listening(attempts=3, pause=0) == [{"address": "0.0.0.0", "port": 2049, "process": ""}]
+    assert len(calls) == 3
