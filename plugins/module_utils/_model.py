@@ -803,6 +803,8 @@ def build_model(
         "first_control_plane": control_planes[0],
         "workers": workers,
         "etcd_members": etcd_members,
+        # etcd's client URLs, one per member, as the API servers and kubeadm are given them.
+        "etcd_client_urls": [f"https://{nodes[member]['url_host']}:2379" for member in etcd_members],
         "loadbalancers": endpoint["lb_hosts"],
         "nodes": nodes,
         "warnings": [str(w) for w in col.warnings],

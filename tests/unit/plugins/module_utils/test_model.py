@@ -682,3 +682,13 @@ def test_the_model_says_how_the_cluster_is_hardened_and_where_each_api_server_an
     assert "api_url" not in model["nodes"]["w1"]
     model = build(slipway_hardening="none", slipway_secrets_encryption="false")
     assert model["hardening"] == "none" and model["secrets_encryption"] is False
+
+
+def test_etcd_client_urls_are_one_per_member_with_ipv6_in_brackets():
+    model = build()
+    assert model["etcd_client_urls"] == [f"https://{model['nodes'][m]['address']}:2379" for m in ("cp1", "cp2", "cp3")]
+    assert model["etcd_client_urls"][0].startswith("https://10.")
+    settings = {"slipway_pod_cidr": "fd00:10::/56", "slipway_node_cidr_mask_size": 64, "slipway_service_cidr": "fd00:96::/108"}
+    model = build(None, IPV6, **settings)
+    assert model["etcd_client_urls"] == [f"https://[{model['nodes'][m]['address']}]:2379" for m in model["etcd_members"]]
+    assert model["etcd_client_urls"][0].startswith("https://[2001:db8::")
