@@ -1,13 +1,14 @@
 """A real kube-apiserver and etcd on loopback, started from the bundle's binaries, for tests of code
 that talks to the Kubernetes API.
 
-The session fixture ``kube_api`` takes the binaries out of the bundle (``bin/etcd`` when present,
+The module fixture ``kube_api`` takes the binaries out of the bundle (``bin/etcd`` when present,
 else the etcd image; ``usr/local/bin/kube-apiserver`` from the kube-apiserver image: both images are
 single-layer docker-archives), makes a throwaway CA, a serving certificate for 127.0.0.1, an admin
 client certificate (group system:masters) and service-account keys, starts etcd and kube-apiserver on
 free loopback ports with RBAC, waits for /readyz and writes a kubeconfig. Nothing listens beyond
 127.0.0.1 and nothing is fetched: no cloud provider, no kubelet, no controller manager (so Deployments
-get no pods and a deleted namespace stays Terminating). Both processes stop when the session ends.
+get no pods and a deleted namespace stays Terminating). Each test module that imports the fixture gets
+its own pair, and both processes stop when that module's tests are done: one pair runs at a time.
 
 Without a bundle the fixture starts nothing and every test that uses it fails, saying to run
 ``make bundle``.
@@ -335,9 +336,9 @@ def stop_processes(processes: list) -> None:
                 proc.wait(timeout=10)
 
 
-@pytest.fixture(scope="session", name="kube_api")
+@pytest.fixture(scope="module", name="kube_api")
 def fixture_kube_api(tmp_path_factory) -> KubeApi:
-    """A real kube-apiserver on loopback for the whole session (see the module docstring)."""
+    """A real kube-apiserver on loopback for one test module (see the module docstring)."""
     problem = bundle_problem()
     if problem:
         pytest.fail(problem, pytrace=False)
