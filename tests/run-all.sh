@@ -2,9 +2,9 @@
 # `make test`: every suite, each recorded by tests/suite.sh, then one "N passed, N failed" line.
 # The bundle is built in the background from the start: from cold caches it mostly waits on
 # module downloads, so it overlaps well with lint, sanity and the unit tests, which use the CPU.
-# The suites that need it (integration, Molecule) run in TEST_LANES parallel lanes: most of a
-# scenario's time is spent waiting on nodes (SSH round-trips, kubeadm, API servers starting), so
-# two lanes finish in little more than half the time of one. Lane 1 runs lint, sanity, the unit
+# The suites that need it (integration, Molecule) run in TEST_LANES parallel lanes. On 2 cores the
+# lanes share a saturated CPU (docs/performance.md: most of it inside the lab's control planes), so
+# a second lane mostly balances long and short suites; a third would not help. Lane 1 runs lint, sanity, the unit
 # and tools tests, then the integration tests; the other lanes start on the scenarios as soon as
 # the bundle is there (with warm caches, within a minute), beside lane 1's static checks. Every
 # lane then takes the next scenario of SCENARIOS (longest first) until none is left.
