@@ -66,7 +66,7 @@ lane() {
 
 pids=()
 for number in $(seq 1 "$lanes"); do
-  ( lane "$number" 2>&1 | tee "$logs/lane-$number.console" | grep --line-buffered '^=== ' ) &
+  ( lane "$number" 2>&1 | tee "$logs/lane-$number.console" | grep -a --line-buffered '^=== ' ) &
   pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
