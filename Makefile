@@ -30,7 +30,7 @@ SCENARIOS   ?= lifecycle upgrade vip kubesphere loadbalancer loadbalancer_local 
 TEST_LANES  ?= 2
 SCENARIO    ?= preinstall
 
-.PHONY: help deps venv collection bundle bundle-verify lab lab-down lab-status bench bench-scale bench-upgrade bench-operator bench-preflight lint sanity units integration molecule test clean
+.PHONY: help deps venv collection bundle bundle-verify lab lab-down lab-status bench bench-scale bench-upgrade bench-operator bench-preflight audit lint sanity units integration molecule test clean
 
 help:
 	@echo "make lab        bring up the podman lab and run site.yml on it"
@@ -39,6 +39,7 @@ help:
 	@echo "make bench-scale  the same cluster grown by one worker with scale.yml (BENCH_ADD)"
 	@echo "make bench-upgrade  the same cluster made at the older release, then upgrade.yml under a client"
 	@echo "make bench-operator  slipway-operator on a single-node cluster: kubectl patch -> status enabled, a no-op reconcile"
+	@echo "make audit      kube-bench itself (cis-1.12, built from its Go module) on the lab cluster's nodes"
 	@echo "make lint | sanity | units | integration | molecule SCENARIO=name | lab-down | lab-status"
 
 # System packages (Debian 12). Installed only when something is missing.
@@ -108,6 +109,12 @@ bench-operator: deps venv collection bundle
 # 1,000 generated hosts, no host contacted (docs/performance.md).
 bench-preflight: venv collection
 	$(PY) tools/bench_preflight.py
+
+# kube-bench itself on the lab cluster (make lab): built once from its Go module (tools/kube_bench.py), run on the
+# first control plane, the first worker and the first etcd member; prints what is not PASS (docs/security.md)
+# and exits 1 on a scored FAIL.
+audit: venv collection
+	$(PY) tools/kube_bench.py run -i $(LAB_INVENTORY)
 
 lab-down:
 	$(PY) lab/lab.py down --cluster $(LAB_CLUSTER)

@@ -1,0 +1,91 @@
+"""Tests of tools/kube_bench.py: reading kube-bench's JSON reports, and the build's cache and pin (no network)."""
+
+import importlib.util
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+
+_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tools",
+                     "kube_bench.py")
+_SPEC = importlib.util.spec_from_file_location("kube_bench", _PATH)
+kube_bench = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(kube_bench)
+
+
+def _result(number, status, scored=True, desc="a test"):
+    return {"test_number": number, "test_desc": desc, "status": status, "scored": scored}
+
+
+# The shape `kube-bench run --json` writes: Controls, one per target, with sections of results.
+MASTER = {"Controls": [
+    {"id": "1", "version": "cis-1.12", "node_type": "master", "tests": [
+        {"section": "1.1", "results": [_result("1.1.1", "PASS"), _result("1.1.12", "FAIL", desc="etcd data owner")]},
+        {"section": "1.2", "results": [_result("1.2.10", "PASS"), _result("1.2.2", "WARN", scored=False)]},
+    ]},
+    {"id": "2", "version": "cis-1.12", "node_type": "etcd", "tests": [
+        {"section": "2", "results": [_result("2.1", "PASS"), _result("2.7", "INFO", scored=False)]},
+    ]},
+], "Totals": {}}
+NODE = {"Controls": [
+    {"id": "4", "version": "cis-1.12", "node_type": "node", "tests": [
+        {"section": "4.1", "results": [_result("4.1.1", "FAIL", scored=False, desc="manual item")]},
+    ]},
+]}
+
+
+def test_results_flattens_every_target_and_section():
+    rows = kube_bench.results(MASTER)
+    assert [(row["id"], row["target"], row["status"]) for row in rows] == [
+        ("1.1.1", "master", "PASS"), ("1.1.12", "master", "FAIL"), ("1.2.10", "master", "PASS"),
+        ("1.2.2", "master", "WARN"), ("2.1", "etcd", "PASS"), ("2.7", "etcd", "INFO")]
+
+
+def test_summary_counts_per_host_and_target_and_lists_what_is_not_pass_in_id_order():
+    table = kube_bench.summary({"w1": NODE, "cp1": MASTER})[0]
+    lines = table.splitlines()
+    assert "| cp1 | etcd | 1 | 0 | 0 | 1 |" in lines
+    assert "| cp1 | master | 2 | 1 | 1 | 0 |" in lines
+    assert "| w1 | node | 0 | 1 | 0 | 0 |" in lines
+    listed = [line for line in lines if line.startswith("| 1.") or line.startswith("| 2.") or line.startswith("| 4.")]
+    # 1.1.12 before 1.2.2: ids compare as numbers, not as text.
+    assert [line.split(" | ")[0] for line in listed] == ["| 1.1.12", "| 1.2.2", "| 2.7", "| 4.1.1"]
+
+
+def test_only_scored_fails_fail_the_audit():
+    failed = kube_bench.summary({"cp1": MASTER, "w1": NODE})[1]
+    assert [(host, row["id"]) for host, row in failed] == [("cp1", "1.1.12")]
+    assert not kube_bench.summary({"w1": NODE})[1]
+
+
+def test_a_built_version_is_not_built_again(tmp_path):
+    out = tmp_path / kube_bench.KUBE_BENCH_VERSION
+    (out / "cfg" / kube_bench.BENCHMARK).mkdir(parents=True)
+    (out / "cfg" / kube_bench.BENCHMARK / "master.yaml").write_text("---\n")
+    (out / "cfg" / "config.yaml").write_text("---\n")
+    (out / "kube-bench").write_text("")
+
+    class NoGo:  # pylint: disable=too-few-public-methods
+        def download(self, *args):
+            raise AssertionError("downloaded although built")
+
+    assert kube_bench.build(tmp_path, go=NoGo()) == out
+    # The archive a host unpacks: the binary, the configuration and the one benchmark.
+    with tarfile.open(out / "kube-bench.tar.gz") as tar:
+        assert sorted(tar.getnames()) == sorted(["kube-bench", "cfg/config.yaml", f"cfg/{kube_bench.BENCHMARK}",
+                                                 f"cfg/{kube_bench.BENCHMARK}/master.yaml"])
+
+
+def test_a_module_whose_hash_is_not_the_pinned_one_is_refused(tmp_path):
+    class Go:  # pylint: disable=too-few-public-methods
+        def download(self, module, version, workdir):
+            assert (module, version) == (kube_bench.MODULE, kube_bench.KUBE_BENCH_VERSION)
+            return {"Sum": "h1:something-else=", "Dir": str(tmp_path)}
+
+        def build(self, *args):
+            raise AssertionError("built a module with another hash")
+
+    with pytest.raises(kube_bench.AuditError, match="pinned"):
+        kube_bench.build(tmp_path / "cache", go=Go())
+    assert not Path(tmp_path / "cache" / kube_bench.KUBE_BENCH_VERSION).exists()
