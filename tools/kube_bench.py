@@ -1,16 +1,17 @@
 #!/usr/bin/env python
 """Audit a cluster with kube-bench itself (benchmark cis-1.12), built from its Go module.
 
-    tools/kube_bench.py build                       # .cache/kube-bench/v0.16.0/{kube-bench,cfg}
+    tools/kube_bench.py build                       # .cache/kube-bench/kube-bench-v0.16.0.tar.gz
     tools/kube_bench.py run -i inventories/lab/hosts.yml [--json FILE]
 
 `build` downloads github.com/aquasecurity/kube-bench at KUBE_BENCH_VERSION from the Go module proxy
-(nothing else: its dependencies are checked against its own go.sum; the module itself against the
-h1 hash pinned below, since the checksum database does not answer for it), builds it with the version
-in its ldflags, and keeps the binary beside the module's cfg/ (kube-bench's benchmark definitions).
-A second build with the same version does nothing.
+(the module itself checked against the h1 hash pinned below, since the checksum database does not
+answer for it), builds it the way the bundle builds its Go programs (a tools module requiring the
+release, tools/bundle/bundler/gomod.py) with the version in its ldflags, and keeps it in one archive
+with the module's cfg/config.yaml and cfg/cis-1.12 (kube-bench's benchmark definitions). A second
+build with the same version does nothing.
 
-`run` copies both to the first control plane, the first node that is not a control plane and the
+`run` unpacks it on the first control plane, the first node that is not a control plane and the
 first etcd member of an inventory (tools/kube_bench.yml), runs `kube-bench run --benchmark cis-1.12`
 there with the targets each host has (master, etcd, node: what docs/security.md names), fetches the
 JSON reports and prints every result that is not PASS, with the totals per host and target. It exits
@@ -22,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -48,46 +48,39 @@ class AuditError(Exception):
     """A problem to report in one line."""
 
 
+def component() -> gomod.GoComponent:
+    """kube-bench as the bundle builds its Go programs: a tools module that requires the release."""
+    return gomod.GoComponent(
+        "kube-bench", KUBE_BENCH_VERSION, [(MODULE, KUBE_BENCH_VERSION)], {"kube-bench": MODULE},
+        ldflags=["-s", "-w"] + gomod.x_flags(MODULE + "/cmd", [("KubeBenchVersion", KUBE_BENCH_VERSION)]))
+
+
 def build(cache: Path = CACHE, go: gomod.Go | None = None) -> Path:
-    """Build kube-bench once per version; the directory that holds kube-bench and cfg/."""
-    out = cache / KUBE_BENCH_VERSION
-    if (out / "kube-bench").is_file() and (out / "cfg" / "config.yaml").is_file():
-        _archive(out)
-        return out
+    """Build kube-bench once per version: the archive a host unpacks (the binary, cfg/config.yaml and
+    cfg/BENCHMARK from the module)."""
+    archive = cache / f"kube-bench-{KUBE_BENCH_VERSION}.tar.gz"
+    if archive.is_file():
+        return archive
     go = go or gomod.Go(environ=dict(os.environ, GONOSUMDB=MODULE))
+    kube_bench = component()
     with tempfile.TemporaryDirectory() as scratch:
         info = go.download(MODULE, KUBE_BENCH_VERSION, scratch)
         if info.get("Sum") != KUBE_BENCH_SUM:
             raise AuditError(f"{MODULE}@{KUBE_BENCH_VERSION} has hash {info.get('Sum')}, not the pinned "
                              f"{KUBE_BENCH_SUM}: refusing to build it")
-        source = Path(scratch) / "src"
-        shutil.copytree(info["Dir"], source)
-        for path in source.rglob("*"):
-            if not path.is_symlink():
-                path.chmod(path.stat().st_mode | 0o200)
-        staging = Path(scratch) / "out"
-        staging.mkdir()
-        go.build(str(source), ["."], str(staging),
-                 ["-s", "-w", f"-X {MODULE}/cmd.KubeBenchVersion={KUBE_BENCH_VERSION}"])
-        shutil.copytree(source / "cfg", staging / "cfg")
-        if out.exists():
-            shutil.rmtree(out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(staging, out)
-    _archive(out)
-    return out
-
-
-def _archive(out: Path) -> None:
-    """kube-bench.tar.gz beside them: the binary, cfg/config.yaml and cfg/BENCHMARK, what a host needs."""
-    archive = out / "kube-bench.tar.gz"
-    if archive.is_file():
-        return
-    partial = out / "kube-bench.tar.gz.partial"
-    with tarfile.open(partial, "w:gz") as tar:
-        for name in ("kube-bench", "cfg/config.yaml", f"cfg/{BENCHMARK}"):
-            tar.add(out / name, arcname=name)
-    partial.rename(archive)
+        workdir = Path(scratch) / "module"
+        workdir.mkdir()
+        (workdir / "go.mod").write_text(gomod.tools_gomod(kube_bench, {MODULE: Path(info["GoMod"]).read_text()}))
+        built = Path(scratch) / "out"
+        go.build(str(workdir), list(kube_bench.programs.values()), str(built), kube_bench.ldflags)
+        cache.mkdir(parents=True, exist_ok=True)
+        partial = archive.with_suffix(".partial")
+        with tarfile.open(partial, "w:gz") as tar:
+            tar.add(built / gomod.default_exec_name(MODULE), arcname="kube-bench")
+            for name in ("cfg/config.yaml", f"cfg/{BENCHMARK}"):
+                tar.add(Path(info["Dir"]) / name, arcname=name)
+        partial.rename(archive)
+    return archive
 
 
 def results(report: dict) -> list[dict]:
@@ -98,8 +91,7 @@ def results(report: dict) -> list[dict]:
             for result in section.get("results") or []:
                 rows.append({"id": result.get("test_number", ""), "target": control.get("node_type", ""),
                              "status": result.get("status", ""), "scored": bool(result.get("scored")),
-                             "text": result.get("test_desc", ""),
-                             "reason": (result.get("reason") or "").strip().splitlines()[:1]})
+                             "text": result.get("test_desc", "")})
     return rows
 
 
@@ -128,12 +120,12 @@ def summary(reports: dict[str, dict]) -> tuple[str, list[tuple[str, dict]]]:
     return "\n".join(lines), failed
 
 
-def run(inventory: Path, directory: Path, out_json: Path | None) -> int:
+def run(inventory: Path, archive: Path, out_json: Path | None) -> int:
     if not inventory.is_file():
         raise AuditError(f"no inventory at {inventory}: run `make lab` first, or give -i INVENTORY")
     with tempfile.TemporaryDirectory() as fetched:
         command = [str(ROOT / ".venv" / "bin" / "ansible-playbook"), "-i", str(inventory), str(PLAYBOOK),
-                   "-e", json.dumps({"kube_bench_dir": str(directory), "kube_bench_benchmark": BENCHMARK,
+                   "-e", json.dumps({"kube_bench_archive": str(archive), "kube_bench_benchmark": BENCHMARK,
                                      "kube_bench_fetch_dir": fetched})]
         proc = subprocess.run(command, check=False, cwd=ROOT)
         if proc.returncode != 0:
@@ -160,11 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     audit.add_argument("--json", type=Path, help="write every host's kube-bench report here")
     args = parser.parse_args(argv)
     try:
-        directory = build()
+        archive = build()
         if args.command == "build":
-            print(directory)
+            print(archive)
             return 0
-        return run(args.inventory.resolve(), directory, args.json)
+        return run(args.inventory.resolve(), archive, args.json)
     except (AuditError, gomod.GoError) as error:
         print(f"kube_bench: {error}", file=sys.stderr)
         return 2

@@ -60,19 +60,39 @@ def test_only_scored_fails_fail_the_audit():
 
 
 def test_a_built_version_is_not_built_again(tmp_path):
-    out = tmp_path / kube_bench.KUBE_BENCH_VERSION
-    (out / "cfg" / kube_bench.BENCHMARK).mkdir(parents=True)
-    (out / "cfg" / kube_bench.BENCHMARK / "master.yaml").write_text("---\n")
-    (out / "cfg" / "config.yaml").write_text("---\n")
-    (out / "kube-bench").write_text("")
+    archive = tmp_path / f"kube-bench-{kube_bench.KUBE_BENCH_VERSION}.tar.gz"
+    archive.write_bytes(b"")
 
     class NoGo:  # pylint: disable=too-few-public-methods
         def download(self, *args):
             raise AssertionError("downloaded although built")
 
-    assert kube_bench.build(tmp_path, go=NoGo()) == out
-    # The archive a host unpacks: the binary, the configuration and the one benchmark.
-    with tarfile.open(out / "kube-bench.tar.gz") as tar:
+    assert kube_bench.build(tmp_path, go=NoGo()) == archive
+
+
+def test_the_build_is_a_tools_module_and_the_archive_holds_what_a_host_needs(tmp_path):
+    module_dir = tmp_path / "module"
+    (module_dir / "cfg" / kube_bench.BENCHMARK).mkdir(parents=True)
+    (module_dir / "cfg" / kube_bench.BENCHMARK / "master.yaml").write_text("---\n")
+    (module_dir / "cfg" / "config.yaml").write_text("---\n")
+    (module_dir / "cfg" / "cis-1.5").mkdir()  # another benchmark: not shipped
+    (module_dir / "go.mod").write_text(f"module {kube_bench.MODULE}\n\ngo 1.26.3\n")
+    built = {}
+
+    class Go:
+        def download(self, module, version, workdir):
+            return {"Sum": kube_bench.KUBE_BENCH_SUM, "Dir": str(module_dir), "GoMod": str(module_dir / "go.mod")}
+
+        def build(self, workdir, packages, outdir, ldflags):
+            built.update(gomod=Path(workdir, "go.mod").read_text(), packages=packages, ldflags=ldflags)
+            Path(outdir).mkdir()
+            Path(outdir, "kube-bench").write_text("binary")
+
+    archive = kube_bench.build(tmp_path / "cache", go=Go())
+    assert f"require (\n\t{kube_bench.MODULE} {kube_bench.KUBE_BENCH_VERSION}\n)" in built["gomod"]
+    assert built["packages"] == [kube_bench.MODULE]
+    assert f"-X {kube_bench.MODULE}/cmd.KubeBenchVersion={kube_bench.KUBE_BENCH_VERSION}" in " ".join(built["ldflags"])
+    with tarfile.open(archive) as tar:
         assert sorted(tar.getnames()) == sorted(["kube-bench", "cfg/config.yaml", f"cfg/{kube_bench.BENCHMARK}",
                                                  f"cfg/{kube_bench.BENCHMARK}/master.yaml"])
 
@@ -88,4 +108,4 @@ def test_a_module_whose_hash_is_not_the_pinned_one_is_refused(tmp_path):
 
     with pytest.raises(kube_bench.AuditError, match="pinned"):
         kube_bench.build(tmp_path / "cache", go=Go())
-    assert not Path(tmp_path / "cache" / kube_bench.KUBE_BENCH_VERSION).exists()
+    assert not list(tmp_path.glob("cache/*"))
