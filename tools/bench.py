@@ -27,6 +27,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import yaml
@@ -124,6 +125,18 @@ def serve_web(inventory: str, manifest: dict, logs: Path) -> Client:
     lab_inventory = yaml.safe_load(Path(inventory).read_text(encoding="utf-8"))["all"]
     worker = next(iter(lab_inventory["children"]["kube_node"]["hosts"]))
     url = f"http://{lab_inventory['hosts'][worker]['ip']}:30080/"
+    # The Deployment is available before kube-proxy on the worker serves the new NodePort: the client, which
+    # counts every failure, starts once the page answers.
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                answer.read()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
     client = Client(url, logs / "client.json")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

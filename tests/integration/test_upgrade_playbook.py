@@ -1,8 +1,10 @@
-"""playbooks/upgrade.yml's worker batches: the workers' play takes upgrade_worker_batch from the inventory.
+"""playbooks/upgrade.yml's serial plays: which nodes go together, and in which order.
 
 A play's ``serial`` is templated without a host, so an inventory variable is not seen there: the play reads the
-batch the first play decided (``_upgrade_plan.worker_batch`` on the first control plane). This runs the workers'
-play's real ``serial`` expression, copied from upgrade.yml, on local hosts whose inventory sets the batch.
+batch the first play decided (``_upgrade_plan.worker_batch`` on the first control plane). The groups of nodes to do
+are made by group_by, which lists hosts in the order their results came back; the plays take them in the
+inventory's order, so that the first control plane (which runs ``kubeadm upgrade apply``) goes before the others.
+These run the plays' real ``hosts`` and ``serial``, copied from upgrade.yml, on local hosts.
 """
 
 from __future__ import annotations
@@ -17,9 +19,17 @@ from conftest import ROOT, run
 UPGRADE = ROOT / "playbooks" / "upgrade.yml"
 
 
-def _workers_play() -> dict:
+def _upgrade_play(name: str) -> dict:
     plays = yaml.safe_load(UPGRADE.read_text())
-    return next(play for play in plays if play.get("hosts") == "slipway_upgrade_workers")
+    return next(play for play in plays if play.get("name") == name)
+
+
+def _workers_play() -> dict:
+    return _upgrade_play("Upgrade the workers, upgrade_worker_batch at a time")
+
+
+def _control_planes_play() -> dict:
+    return _upgrade_play("Upgrade the control planes, one at a time")
 
 
 def _batches(tmp_path: Path, tool, inventory: str, extra: list[str]) -> list[list[str]]:
@@ -43,7 +53,7 @@ def _batches(tmp_path: Path, tool, inventory: str, extra: list[str]) -> list[lis
         },
         {
             "name": "The workers' play of upgrade.yml",
-            "hosts": "slipway_upgrade_workers",
+            "hosts": _workers_play()["hosts"],
             "gather_facts": False,
             "serial": _workers_play()["serial"],
             "tasks": [{
@@ -98,3 +108,56 @@ def test_the_workers_play_takes_the_batch_from_extra_vars(tmp_path, tool):
 def test_without_a_batch_the_workers_go_one_at_a_time(tmp_path, tool):
     inventory = INVENTORY.format(python=ROOT / ".venv" / "bin" / "python", extra="")
     assert _sizes(_batches(tmp_path, tool, inventory, [])) == [1, 1, 1, 1, 1]
+
+
+def test_the_nodes_go_in_the_inventorys_order_whatever_order_the_groups_were_made_in(tmp_path, tool):
+    inventory = """
+[kube_control_plane]
+cp1
+cp2
+cp3
+[kube_node]
+w1
+w2
+w3
+[all:vars]
+ansible_connection=local
+ansible_python_interpreter={python}
+""".format(python=ROOT / ".venv" / "bin" / "python")
+    (tmp_path / "hosts.ini").write_text(inventory)
+    # The groups of nodes to do, made in the reverse of the inventory's order (as group_by may, under load).
+    playbook = [
+        {
+            "name": "Make the groups in reverse order",
+            "hosts": "localhost",
+            "gather_facts": False,
+            "tasks": [{
+                "name": "Add the host to its group",
+                "ansible.builtin.add_host": {"name": "{{ item.0 }}", "groups": "{{ item.1 }}"},
+                "loop": [["w3", "slipway_upgrade_workers"], ["w2", "slipway_upgrade_workers"],
+                         ["w1", "slipway_upgrade_workers"], ["cp3", "slipway_upgrade_control_planes"],
+                         ["cp2", "slipway_upgrade_control_planes"], ["cp1", "slipway_upgrade_control_planes"]],
+            }, {
+                "name": "The plan's batch",
+                "ansible.builtin.set_fact": {"_upgrade_plan": {"worker_batch": 1}},
+                "delegate_to": "cp1",
+                "delegate_facts": True,
+            }],
+        },
+    ]
+    for play in (_control_planes_play(), _workers_play()):
+        playbook.append({
+            "name": play["name"],
+            "hosts": play["hosts"],
+            "gather_facts": False,
+            "serial": play["serial"],
+            "tasks": [{"name": "Show the batch", "ansible.builtin.debug": {"msg": "{{ ansible_play_batch }}"}}],
+        })
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(playbook, sort_keys=False))
+    result = run([tool("ansible-playbook"), "-i", str(tmp_path / "hosts.ini"), str(tmp_path / "play.yml")],
+                 env={"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = result.stdout
+    report = json.loads(text[text.index("{\n"):text.rindex("\n}") + 2])
+    order = [host for play in report["plays"][1:] for host in play["tasks"][0]["hosts"]]
+    assert order == ["cp1", "cp2", "cp3", "w1", "w2", "w3"]
