@@ -75,55 +75,37 @@ def _batches(tmp_path: Path, tool, inventory: str, extra: list[str]) -> list[lis
 
 def _sizes(batches: list[list[str]]) -> list[int]:
     """The batch sizes, once every worker is in exactly one batch (group_by lists hosts as they finish, in any order)."""
-    assert sorted(host for batch in batches for host in batch) == ["w1", "w2", "w3", "w4", "w5"]
+    assert sorted(host for batch in batches for host in batch) == WORKERS
     return [len(batch) for batch in batches]
 
 
-INVENTORY = """
-[kube_control_plane]
-cp1
-[kube_node]
-w1
-w2
-w3
-w4
-w5
-[all:vars]
-ansible_connection=local
-ansible_python_interpreter={python}
-{extra}
-"""
+def _inventory(control_planes: list[str], workers: list[str], extra: str = "") -> str:
+    """An INI inventory of local hosts."""
+    return "\n".join(["[kube_control_plane]", *control_planes, "[kube_node]", *workers, "[all:vars]",
+                      "ansible_connection=local", f"ansible_python_interpreter={ROOT / '.venv' / 'bin' / 'python'}",
+                      extra, ""])
+
+
+WORKERS = ["w1", "w2", "w3", "w4", "w5"]
 
 
 def test_the_workers_play_takes_the_batch_from_the_inventory(tmp_path, tool):
-    inventory = INVENTORY.format(python=ROOT / ".venv" / "bin" / "python", extra="upgrade_worker_batch=2")
+    inventory = _inventory(["cp1"], WORKERS, "upgrade_worker_batch=2")
     assert _sizes(_batches(tmp_path, tool, inventory, [])) == [2, 2, 1]
 
 
 def test_the_workers_play_takes_the_batch_from_extra_vars(tmp_path, tool):
-    inventory = INVENTORY.format(python=ROOT / ".venv" / "bin" / "python", extra="")
+    inventory = _inventory(["cp1"], WORKERS)
     assert _sizes(_batches(tmp_path, tool, inventory, ["-e", "upgrade_worker_batch=3"])) == [3, 2]
 
 
 def test_without_a_batch_the_workers_go_one_at_a_time(tmp_path, tool):
-    inventory = INVENTORY.format(python=ROOT / ".venv" / "bin" / "python", extra="")
+    inventory = _inventory(["cp1"], WORKERS)
     assert _sizes(_batches(tmp_path, tool, inventory, [])) == [1, 1, 1, 1, 1]
 
 
 def test_the_nodes_go_in_the_inventorys_order_whatever_order_the_groups_were_made_in(tmp_path, tool):
-    inventory = """
-[kube_control_plane]
-cp1
-cp2
-cp3
-[kube_node]
-w1
-w2
-w3
-[all:vars]
-ansible_connection=local
-ansible_python_interpreter={python}
-""".format(python=ROOT / ".venv" / "bin" / "python")
+    inventory = _inventory(["cp1", "cp2", "cp3"], ["w1", "w2", "w3"])
     (tmp_path / "hosts.ini").write_text(inventory)
     # The groups of nodes to do, made in the reverse of the inventory's order (as group_by may, under load).
     playbook = [
