@@ -130,3 +130,18 @@ def test_a_damaged_staged_copy_is_not_installed(tmp_path):
     _play(tmp_path, model, "bundle")
     assert Path(kubelet["dest"]).read_bytes() == Path(kubelet["src"]).read_bytes()
     assert _staged(tmp_path) == set(), "a staged copy was left behind"
+
+
+def test_every_role_variable_the_tasks_read_is_defined():
+    """Each ``_artifacts_*`` name the task files read is defined in vars/main.yml or in the task's own vars
+    (release.yml's archives included, which only upstream and mirror sources reach and no lab run does)."""
+    import re
+
+    role = ROOT / "roles" / "artifacts"
+    defined = set(yaml.safe_load((role / "vars" / "main.yml").read_text()))
+    used = set()
+    for path in (role / "tasks").glob("*.yml"):
+        used |= set(re.findall(r"(?<![\w])_artifacts_[a-z_]+", path.read_text()))
+        # a task's own vars
+        defined |= {name for task in yaml.safe_load(path.read_text()) or [] for name in task.get("vars", {})}
+    assert used - defined == set()
