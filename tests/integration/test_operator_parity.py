@@ -58,7 +58,8 @@ NAMESPACED = ("/api/v1/{ns}/serviceaccounts", "/api/v1/{ns}/services", "/api/v1/
 CLUSTER = ("/apis/rbac.authorization.k8s.io/v1/clusterroles", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
            "/apis/apiregistration.k8s.io/v1/apiservices", "/apis/fluentbit.fluent.io/v1alpha2/clusterinputs",
            "/apis/fluentbit.fluent.io/v1alpha2/clusterfilters", "/apis/fluentbit.fluent.io/v1alpha2/clusteroutputs",
-           "/apis/fluentbit.fluent.io/v1alpha2/clusterfluentbitconfigs")
+           "/apis/fluentbit.fluent.io/v1alpha2/clusterfluentbitconfigs", "/apis/iam.kubesphere.io/v1alpha2/globalroles",
+           "/apis/iam.kubesphere.io/v1alpha2/globalrolebindings")
 # Made by the API server or anew on every install, so never the same twice.
 GENERATED_METADATA = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "selfLink")
 WAIT = 600.0
