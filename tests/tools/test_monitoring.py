@@ -104,6 +104,29 @@ def test_the_operators_own_modules_become_released_versions():
         assert "\t%s => %s v0.55.0\n" % (module, module) in text
     assert "\tk8s.io/client-go => k8s.io/client-go v0.23.0\n" in text
     assert "./pkg" not in text
+    # thanos v0.25.0 is not in the checksum database: the served v0.25.1, named with its reason
+    assert "\tgithub.com/thanos-io/thanos => github.com/thanos-io/thanos v0.25.1\n" in text
+    assert "github.com/thanos-io/thanos pinned to v0.25.1 (thanos v0.25.0" in component.source
+    assert "checksum database" in component.source
+
+
+@pytest.mark.parametrize("key,module,version", [
+    ("thanos", "go4.org/unsafe/assume-no-moving-gc", "v0.0.0-20231121144256-b99613f794b6"),
+    ("alertmanager", "github.com/modern-go/reflect2", "v1.0.2"),
+    ("node_exporter", "github.com/modern-go/reflect2", "v1.0.2"),
+    ("kube_rbac_proxy", "github.com/modern-go/reflect2", "v1.0.2"),
+])
+def test_dependencies_that_fail_on_new_go_are_pinned_with_their_reason(key, module, version):
+    component = monitoring.go_components(DATES)[key]
+    upstream = "module %s\n\ngo 1.16\n\nrequire %s v0.0.1\n" % (component.requires[0][0], module)
+    text = gomod.tools_gomod(component, {component.requires[0][0]: upstream})
+    assert "\t%s => %s %s\n" % (module, module, version) in text
+    assert "%s pinned to %s (" % (module, version) in component.source
+
+
+def test_the_other_components_build_their_go_mod_as_it_stands():
+    components = monitoring.go_components(DATES)
+    assert components["prometheus"].pins == {} and components["kube_state_metrics"].pins == {}
 
 
 def fake_module(tmp_path):

@@ -38,6 +38,37 @@ STRIP = source.STRIP
 PROMETHEUS_VERSION_PACKAGE = "github.com/prometheus/common/version"
 NOBODY = "65534:65534"
 NONROOT = "65532:65532"
+# Dependencies whose wanted version the Go command refuses, with the served version built instead
+# and why; each becomes a replace directive of the component's tools module (gomod.GoComponent's
+# pins) and is named in the manifest's source and in docs/bundle.md.
+REFLECT2_PIN = {
+    # json-iterator's reflection helper: v1.0.1 reads the Go runtime's map internals of before Go
+    # 1.18 and crashes json-iterator's map handling on newer Go; v1.0.2 is its fix, with the same API.
+    "github.com/modern-go/reflect2": ("v1.0.2", "v1.0.1, which its go.mod selects, reads map "
+                                                "internals of Go before 1.18 and crashes on newer Go"),
+}
+PINS = {
+    "alertmanager": REFLECT2_PIN,
+    "node_exporter": REFLECT2_PIN,
+    "kube_rbac_proxy": REFLECT2_PIN,
+    "thanos": {
+        # The version thanos's go.mod selects panics when the program starts on a Go release newer
+        # than 1.19 ("hasn't been updated to assert that it's safe against the go1.26
+        # runtime"); its last version asks the runtime instead (runtime.heapObjectsCanMove).
+        "go4.org/unsafe/assume-no-moving-gc": (
+            "v0.0.0-20231121144256-b99613f794b6",
+            "the version its go.mod selects stops thanos at start on Go 1.20 and later; this one "
+            "asks the Go runtime whether heap objects move"),
+    },
+    "prometheus_operator": {
+        # prometheus-operator's go.mod wants thanos v0.25.0 (the config reloader's pkg/reloader, the
+        # operator's rule checks): the proxy serves it, but the checksum database has no record of it
+        # (sum.golang.org answers 404), so the go command refuses it. v0.25.1 is the nearest release
+        # it verifies.
+        "github.com/thanos-io/thanos": ("v0.25.1", "thanos v0.25.0, which its go.mod wants, is not in "
+                                                   "the checksum database (sum.golang.org answers 404)"),
+    },
+}
 # Longest first: with GO_JOBS builds side by side, the two long ones start at once.
 BUILD_ORDER = ("thanos", "prometheus", "prometheus_operator", "kube_state_metrics",
                "alertmanager", "node_exporter", "kube_rbac_proxy")
@@ -70,9 +101,13 @@ def go_components(build_dates):
         text = "Go module %s %s" % (entry["module"], entry["version"])
         if entry.get("substitution"):
             text += " (KubeSphere 3.4.1 pins %s: %s)" % (entry["kubesphere"], entry["substitution"])
+        pins = PINS.get(key, {})
+        for module, (version, reason) in sorted(pins.items()):
+            text += "; %s pinned to %s (%s)" % (module, version, reason)
         return gomod.GoComponent(
             key.replace("_", "-"), entry["version"], [(entry["module"], entry["version"])],
-            programs, ldflags=ldflags, tags=tags, local_version=local_version, source=text)
+            programs, ldflags=ldflags, tags=tags, local_version=local_version, source=text,
+            pins={module: version for module, (version, _reason) in pins.items()})
 
     operator = info["prometheus_operator"]
 
