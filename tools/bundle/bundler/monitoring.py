@@ -8,7 +8,7 @@ operator image.
 
 Each image is laid out and run as its upstream image (the Dockerfile in the module) runs it, so
 that prometheus-operator's StatefulSets and KubeSphere's manifests work unchanged:
-  prometheus-operator   /bin/operator, user 65534, busybox (quay.io/prometheus/busybox base)
+  prometheus-operator   /bin/operator, user 65534 (nobody), busybox (quay.io/prometheus/busybox base)
   config reloader       /bin/prometheus-config-reloader, user nobody (65534), busybox
   prometheus            /bin/prometheus with upstream's default cmd (config file, storage, consoles);
                         /etc/prometheus/prometheus.yml (upstream's example), the consoles and
