@@ -17,6 +17,9 @@ from ansible_collections.slipway.cluster.plugins.module_utils._model import Prob
 BUNDLE_FORMAT_VERSION = 1
 # Images only control planes (and external etcd members) run.
 CONTROL_PLANE_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd")
+# Images only clusters with KubeSphere run (slipway_kubesphere_enabled): those of the bundle's components named
+# kubesphere_* (its monitoring software, docs/bundle.md).
+KUBESPHERE_COMPONENT_PREFIX = "kubesphere_"
 KUBERNETES_BINARIES = ("kubeadm", "kubelet", "kubectl", "crictl")
 ETCD_BINARIES = ("etcd", "etcdctl", "etcdutl")
 CNI_DIR = "/opt/cni/bin"
@@ -132,7 +135,8 @@ def from_bundle(
         if inner.startswith("images/"):
             name = str(entry.get("name"))
             images[name] = {"ref": entry.get("ref"), "src": full, "sha256": actual,
-                            "control_plane_only": name in CONTROL_PLANE_IMAGES}
+                            "control_plane_only": name in CONTROL_PLANE_IMAGES,
+                            "kubesphere_only": str(entry.get("component") or "").startswith(KUBESPHERE_COMPONENT_PREFIX)}
             continue
         name = os.path.basename(relpath)
         group = _group_of(inner, name)
@@ -230,7 +234,7 @@ def from_release(kubernetes_version: str, source: str, arch: str = "amd64", mirr
         "archives": archives,
         "cni_plugins": list(CNI_PLUGINS),
         # kubeadm's own images (control plane, etcd, coredns, pause) are listed by kubeadm on the node.
-        "images": {name: {"ref": ref, "control_plane_only": False} for name, ref in images.items()},
+        "images": {name: {"ref": ref, "control_plane_only": False, "kubesphere_only": False} for name, ref in images.items()},
         "registry": registry,
     }, problems
 

@@ -50,10 +50,25 @@ def fake_operator_image(tmp_path):
     return build
 
 
+def fake_monitoring(tmp_path, calls=None):
+    """monitoring.build's stand-in: one monitoring image and its component, counting its calls."""
+    def build(backend):
+        if calls is not None:
+            calls.append(backend.kubernetes_version)
+        archive = tmp_path / "src" / "prometheus.tar"
+        archive.parent.mkdir(exist_ok=True)
+        archive.write_bytes(b"prometheus image")
+        return ([("images/prometheus.tar", str(archive), "prometheus", "docker.io/prom/prometheus:v2.39.1",
+                  "kubesphere_prometheus")],
+                {"kubesphere_prometheus": {"version": "v2.39.1", "kubesphere_pin": "v2.39.1", "source": "test"}})
+    return build
+
+
 def run_build(tmp_path, backend, monkeypatch):
     out = io.StringIO()
     monkeypatch.setattr(cli, "make_backend", lambda *args, **kwargs: backend)
     monkeypatch.setattr(cli.pyimage, "build", fake_operator_image(tmp_path))
+    monkeypatch.setattr(cli.monitoring, "build", fake_monitoring(tmp_path))
     args = argparse.Namespace(out=str(tmp_path / "bundle"), cache_dir=str(tmp_path / "cache"),
                               backend="source", kubernetes_version="v1.37.1")
     assert cli.build(args, out=out) == 0
@@ -103,7 +118,7 @@ def test_verify_command(tmp_path, monkeypatch):
     ok = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True, check=False,
                         text=True)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "1 binaries and 2 images match" in ok.stdout
+    assert "1 binaries and 3 images match" in ok.stdout
     with open(os.path.join(bundle, "images", "pause.tar"), "ab") as handle:
         handle.write(b"!")
     bad = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True, check=False,
@@ -124,6 +139,8 @@ def test_two_releases(tmp_path, monkeypatch):
     made = {"v1.37.1": FakeBackend(tmp_path, io.StringIO()), "v1.36.5": Older(tmp_path, io.StringIO())}
     monkeypatch.setattr(cli, "make_backend", lambda backend, version, *args, **kwargs: made[version])
     monkeypatch.setattr(cli.pyimage, "build", fake_operator_image(tmp_path))
+    monitoring_calls = []
+    monkeypatch.setattr(cli.monitoring, "build", fake_monitoring(tmp_path, monitoring_calls))
     args = argparse.Namespace(out=str(tmp_path / "bundle"), cache_dir=str(tmp_path / "cache"),
                               backend="source", kubernetes_version=["v1.37.1", "v1.36.5"])
     out = io.StringIO()
@@ -132,6 +149,13 @@ def test_two_releases(tmp_path, monkeypatch):
     data = manifest.load(bundle)
     assert data["kubernetes_version"] == "v1.37.1"
     assert [entry["path"] for entry in data["releases"][0]["binaries"]] == ["releases/v1.36.5/bin/kubeadm"]
+    # KubeSphere's monitoring images: built once, in both releases with their component
+    assert monitoring_calls == ["v1.37.1"]
+    for release, prefix in ((data, ""), (data["releases"][0], "releases/v1.36.5/")):
+        entry = next(image for image in release["images"] if image["name"] == "prometheus")
+        assert entry["path"] == prefix + "images/prometheus.tar"
+        assert entry["component"] == "kubesphere_prometheus" and entry["ref"] == "docker.io/prom/prometheus:v2.39.1"
+        assert release["components"]["kubesphere_prometheus"]["version"] == "v2.39.1"
     assert manifest.verify(bundle) == []
     assert "release v1.36.5:" in out.getvalue()
     again = io.StringIO()

@@ -92,3 +92,18 @@ def test_split_ref(ref, repo, tag):
 def test_split_ref_needs_a_tag(ref):
     with pytest.raises(ValueError):
         dockerarchive.split_ref(ref)
+
+
+def test_a_directory_can_belong_to_a_user(tmp_path):
+    """A program's data directory that its non-root user writes (Prometheus's /prometheus)."""
+    layer = make_layer(tmp_path)
+    layer.add_dir("/prometheus", 0o755, uid=65534, gid=65534)
+    layer.add_file("/prometheus/keep", data=b"")
+    out = str(tmp_path / "img.tar")
+    dockerarchive.write_image(out, layer, "example.org/x:1")
+    with tarfile.open(out) as tar:
+        member = json.load(tar.extractfile("manifest.json"))[0]["Layers"][0]
+        with tarfile.open(fileobj=tar.extractfile(member)) as inner:
+            members = {m.name: m for m in inner.getmembers()}
+    assert (members["prometheus"].uid, members["prometheus"].gid) == (65534, 65534)
+    assert members["prometheus/keep"].uid == 0 and members["tmp"].uid == 0

@@ -221,3 +221,19 @@ def test_ctr_commands_pull_and_export_one_platform():
          "registry.k8s.io/pause:3.10.2"],
         ["ctr", "-n", "slipway-bundle", "images", "export", "--platform", "linux/amd64",
          "/tmp/p.tar", "registry.k8s.io/pause:3.10.2"]]
+
+
+def test_kubesphere_monitoring_saves_the_images_kubesphere_pins(tmp_path):
+    calls = []
+    backend = make_backend(tmp_path, FakeFetcher(), calls)
+    added, components = backend.kubesphere_monitoring()
+    refs = {name: ref for _path, _archive, name, ref, _component in added}
+    assert refs["prometheus-operator"] == "docker.io/kubesphere/prometheus-operator:v0.55.1"
+    assert refs["prometheus"] == "docker.io/prom/prometheus:v2.39.1"
+    assert len(refs) == 8
+    assert components["kubesphere_prometheus_operator"]["version"] == "v0.55.1"
+    assert all(component.startswith("kubesphere_") for _p, _a, _n, _r, component in added)
+    assert len([cmd for cmd in calls if cmd[0] == "skopeo"]) == 8
+    calls.clear()
+    backend.kubesphere_monitoring()
+    assert not calls

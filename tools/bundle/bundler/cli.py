@@ -7,7 +7,7 @@ import shutil
 import sys
 import time
 
-from . import debs, download, elf, gomod, kubeadm, manifest, pyimage, steps, versions
+from . import debs, download, elf, gomod, kubeadm, manifest, monitoring, pyimage, steps, versions
 
 # Failures with a message of their own: reported without a traceback.
 BUILD_ERRORS = (gomod.GoError, debs.DebError, kubeadm.KubeadmError, download.ChecksumError,
@@ -193,12 +193,21 @@ def build(args, out=sys.stdout):
     ran_before, reused_before = len(backend.steps.ran), len(backend.steps.reused)
     archive, ref, component = pyimage.build(backend.steps, cache_dir,
                                             log_path=os.path.join(cache_dir, "build.log"))
+    # KubeSphere's monitoring images do not depend on the Kubernetes release either: built once,
+    # the same archives in every release.
+    if backend.name == "source":
+        watched, watched_components = monitoring.build(backend)
+    else:
+        watched, watched_components = backend.kubesphere_monitoring()
     ran_steps.extend(backend.steps.ran[ran_before:])
     reused_steps.extend(backend.steps.reused[reused_before:])
     for result in results:
         result.add_image("images/%s.tar" % pyimage.NAME, archive, pyimage.NAME, ref,
                          pyimage.COMPONENT)
         result.components[pyimage.COMPONENT] = component
+        for image in watched:
+            result.add_image(*image)
+        result.components.update(watched_components)
     backend.steps.say("writing %s" % out_dir)
     data = assemble(out_dir, results[0], others=results[1:])
     elapsed = time.monotonic() - started

@@ -4,8 +4,8 @@ An archive holds one layer tar, an image config JSON and manifest.json with the 
 reference in RepoTags (the layout `docker save` writes). `ctr -n k8s.io images import`,
 `docker load` and `podman load` all read it.
 
-Everything is reproducible: entries sorted, owners root, every mtime FIXED_MTIME, JSON with
-sorted keys; the same inputs give byte-identical archives.
+Everything is reproducible: entries sorted, owners root (unless a directory is given another
+owner), every mtime FIXED_MTIME, JSON with sorted keys; the same inputs give byte-identical archives.
 """
 
 import hashlib
@@ -59,13 +59,17 @@ class Layer:
         self.entries[path] = entry
         return path
 
-    def add_dir(self, path, mode=0o755):
+    def add_dir(self, path, mode=0o755, uid=0, gid=0):
+        """A directory; owned by root unless uid/gid say otherwise (a program's data directory
+        that its non-root user writes, like Prometheus's /prometheus)."""
         path = _norm(path)
         entry = self.entries.get(path)
         if entry is not None and entry["type"] != "dir":
             raise LayerError("%s exists and is not a directory" % path)
         self._parents(path)
         self.entries[path] = {"type": "dir", "mode": mode}
+        if uid or gid:
+            self.entries[path].update(uid=uid, gid=gid)
         return path
 
     def add_file(self, path, source=None, data=None, mode=None, replace=False):
@@ -114,7 +118,8 @@ class Layer:
                 entry = self.entries[path]
                 info = tarfile.TarInfo(path)
                 info.mtime = FIXED_MTIME
-                info.uid = info.gid = 0
+                info.uid = entry.get("uid", 0)
+                info.gid = entry.get("gid", 0)
                 info.uname = info.gname = ""
                 info.mode = entry["mode"]
                 if entry["type"] == "dir":

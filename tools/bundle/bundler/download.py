@@ -198,6 +198,14 @@ def regular_files(archive):
 # ---------------------------------------------------------------------------------------------
 # images
 
+def kubesphere_monitoring_refs():
+    """{name: reference} of KubeSphere 3.4.1's monitoring images, at the tags it pins."""
+    refs = {}
+    for name, (component, repository) in versions.KUBESPHERE_MONITORING_IMAGES.items():
+        refs[name] = "%s:%s" % (repository, versions.KUBESPHERE_MONITORING[component]["kubesphere"])
+    return refs
+
+
 def image_tool(which=shutil.which):
     if which("skopeo"):
         return "skopeo"
@@ -240,6 +248,42 @@ class DownloadBackend:
     def _path(self, *parts):
         return os.path.join(self.cache_dir, *parts)
 
+    def _save_image(self, name, ref):
+        """The archive of ``ref`` in the download cache, saved unless it is there already."""
+        tool = self.tool or image_tool()
+        dest = self._path("images", "%s.tar" % name)
+        key = steps.digest({"ref": ref, "tool": tool})
+        stamp = dest + ".ref"
+        if not (os.path.exists(dest) and os.path.exists(stamp)
+                and open(stamp, encoding="utf-8").read() == key):
+            self.steps.say("save image %s (%s)" % (ref, tool))
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            if os.path.exists(dest):
+                os.remove(dest)
+            for cmd in save_image_commands(tool, ref, dest):
+                proc = self.run(cmd, check=False)
+                if proc.returncode != 0:
+                    raise DownloadError("%s failed (exit %d)" % (" ".join(cmd), proc.returncode))
+            with open(stamp, "w", encoding="utf-8") as handle:
+                handle.write(key)
+        return dest
+
+    def kubesphere_monitoring(self):
+        """KubeSphere's monitoring images as KubeSphere 3.4.1 pins them (the source backend builds
+        the nearest versions the Go module proxy serves): the images to add to every release, and
+        their components entries."""
+        added, components = [], {}
+        for name, ref in sorted(kubesphere_monitoring_refs().items()):
+            component = versions.KUBESPHERE_COMPONENT_PREFIX + \
+                versions.KUBESPHERE_MONITORING_IMAGES[name][0]
+            added.append(("images/%s.tar" % name, self._save_image(name, ref), name, ref,
+                          component))
+            components.setdefault(component, {
+                "version": versions.KUBESPHERE_MONITORING[
+                    versions.KUBESPHERE_MONITORING_IMAGES[name][0]]["kubesphere"],
+                "source": ref})
+        return added, components
+
     def build(self):
         version = self.kubernetes_version
         result = BackendResult(version, "download")
@@ -276,26 +320,10 @@ class DownloadBackend:
             result.add_binary("bin/cni/" + name, plugins[name], "cni_plugins")
 
         all_refs = image_refs(version, refs)
-        tool = self.tool or image_tool()
         for name in sorted(all_refs):
-            ref = all_refs[name]
-            dest = self._path("images", "%s.tar" % name)
-            key = steps.digest({"ref": ref, "tool": tool})
-            stamp = dest + ".ref"
-            if not (os.path.exists(dest) and os.path.exists(stamp)
-                    and open(stamp, encoding="utf-8").read() == key):
-                self.steps.say("save image %s (%s)" % (ref, tool))
-                os.makedirs(os.path.dirname(dest), exist_ok=True)
-                if os.path.exists(dest):
-                    os.remove(dest)
-                for cmd in save_image_commands(tool, ref, dest):
-                    proc = self.run(cmd, check=False)
-                    if proc.returncode != 0:
-                        raise DownloadError("%s failed (exit %d)"
-                                            % (" ".join(cmd), proc.returncode))
-                with open(stamp, "w", encoding="utf-8") as handle:
-                    handle.write(key)
-            result.add_image("images/%s.tar" % name, dest, name, ref, IMAGE_COMPONENTS[name])
+            dest = self._save_image(name, all_refs[name])
+            result.add_image("images/%s.tar" % name, dest, name, all_refs[name],
+                             IMAGE_COMPONENTS[name])
 
         comp = self.companions
         result.components = {

@@ -94,30 +94,41 @@ class ImageSpec:
     """One image: its name, full reference, component, and how to lay out and run it."""
 
     def __init__(self, name, ref, component, files, config, symlinks=(), busybox=False,
-                 netfilter=False):
+                 netfilter=False, data=(), dirs=()):
         self.name = name
         self.ref = ref
         self.component = component
-        self.files = dict(files)          # image path -> host file
+        self.files = dict(files)          # image path -> host file (a program: mode 0755)
         self.config = dict(config)        # dockerarchive.image_config arguments
         self.symlinks = dict(symlinks)
         self.busybox = busybox
         self.netfilter = netfilter
+        self.data = dict(data)            # image path -> host file (configuration: mode 0644)
+        self.dirs = dict(dirs)            # image path -> (mode, "uid:gid" owner)
 
     def filename(self):
         return "images/%s.tar" % self.name
 
     def key(self):
         """What decides the archive, for the cache key (file contents come from their steps)."""
-        return {"name": self.name, "ref": self.ref, "files": self.files, "config": self.config,
-                "symlinks": self.symlinks, "busybox": self.busybox, "netfilter": self.netfilter}
+        key = {"name": self.name, "ref": self.ref, "files": self.files, "config": self.config,
+               "symlinks": self.symlinks, "busybox": self.busybox, "netfilter": self.netfilter}
+        if self.data or self.dirs:
+            key.update(data=self.data, dirs={path: [mode, owner] for path, (mode, owner)
+                                             in self.dirs.items()})
+        return key
 
     def layer(self, busybox_path=None, applets=(), netfilter_root=None):
         layer = base_layer()
         if self.netfilter:
             add_netfilter(layer, netfilter_root)
+        for path, (mode, owner) in sorted(self.dirs.items()):
+            uid, _sep, gid = owner.partition(":")
+            layer.add_dir(path, mode, uid=int(uid), gid=int(gid or uid))
         for path, source in sorted(self.files.items()):
             layer.add_file(path, source=source, mode=0o755)
+        for path, source in sorted(self.data.items()):
+            layer.add_file(path, source=source, mode=0o644)
         for path, target in sorted(self.symlinks.items()):
             layer.add_symlink(path, target)
         if self.busybox:

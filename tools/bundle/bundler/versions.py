@@ -64,6 +64,58 @@ IMAGE_REPOSITORIES = {
     "busybox": "docker.io/library/busybox",
 }
 
+# KubeSphere 3.4.1's monitoring and alerting (ThanosRuler) software, built from Go modules by the
+# source backend (monitoring.py) once for all the releases of a bundle: it does not depend on the
+# Kubernetes release. Per component:
+#   module, version   the Go module built, at the version built
+#   tag               the image tag of what was built (Prometheus numbers its Go module v0.X.Y for
+#                     its release v2.X.Y)
+#   kubesphere        the tag KubeSphere 3.4.1's installer pins (kubesphere_images in roles/kubesphere)
+#   substitution      why the version built differs from KubeSphere's pin, when it does
+KUBESPHERE_MONITORING = {
+    "prometheus_operator": {
+        "module": "github.com/prometheus-operator/prometheus-operator",
+        "version": "v0.55.0", "tag": "v0.55.0", "kubesphere": "v0.55.1",
+        "substitution": "the Go module proxy refuses v0.55.1 (403, 'This module version is not "
+                        "available'); v0.55.0 is the nearest release it serves, the same minor",
+    },
+    "prometheus": {"module": "github.com/prometheus/prometheus", "version": "v0.39.1",
+                   "tag": "v2.39.1", "kubesphere": "v2.39.1"},
+    "alertmanager": {"module": "github.com/prometheus/alertmanager", "version": "v0.23.0",
+                     "tag": "v0.23.0", "kubesphere": "v0.23.0"},
+    "node_exporter": {"module": "github.com/prometheus/node_exporter", "version": "v1.3.1",
+                      "tag": "v1.3.1", "kubesphere": "v1.3.1"},
+    "kube_state_metrics": {"module": "k8s.io/kube-state-metrics/v2", "version": "v2.6.0",
+                           "tag": "v2.6.0", "kubesphere": "v2.6.0"},
+    "kube_rbac_proxy": {"module": "github.com/brancz/kube-rbac-proxy", "version": "v0.11.0",
+                        "tag": "v0.11.0", "kubesphere": "v0.11.0"},
+    "thanos": {"module": "github.com/thanos-io/thanos", "version": "v0.31.0", "tag": "v0.31.0",
+               "kubesphere": "v0.31.0"},
+}
+# The images, by the bundle's short name (kubesphere_images' key with '-' for '_'): the component
+# whose build they hold, and their repository (kubesphere_images' NAMESPACE/NAME on Docker Hub).
+KUBESPHERE_MONITORING_IMAGES = {
+    "prometheus-operator": ("prometheus_operator", "docker.io/kubesphere/prometheus-operator"),
+    "prometheus-config-reloader": ("prometheus_operator",
+                                   "docker.io/kubesphere/prometheus-config-reloader"),
+    "prometheus": ("prometheus", "docker.io/prom/prometheus"),
+    "alertmanager": ("alertmanager", "docker.io/prom/alertmanager"),
+    "node-exporter": ("node_exporter", "docker.io/prom/node-exporter"),
+    "kube-state-metrics": ("kube_state_metrics", "docker.io/kubesphere/kube-state-metrics"),
+    "kube-rbac-proxy": ("kube_rbac_proxy", "docker.io/kubesphere/kube-rbac-proxy"),
+    "thanos": ("thanos", "docker.io/thanosio/thanos"),
+}
+# The manifest's component names of these images: the `artifacts` role imports the images of every
+# component named kubesphere_* only on clusters that run KubeSphere (slipway_kubesphere_enabled).
+KUBESPHERE_COMPONENT_PREFIX = "kubesphere_"
+
+
+def kubesphere_monitoring_refs():
+    """{image name: full reference} of KubeSphere's monitoring images, at the tags built."""
+    return {name: "%s:%s" % (repository, KUBESPHERE_MONITORING[component]["tag"])
+            for name, (component, repository) in KUBESPHERE_MONITORING_IMAGES.items()}
+
+
 # Debian bookworm packages for the source backend's images. The version of busybox in the test
 # image is the upstream part of the busybox-static package version.
 DEBIAN_BUSYBOX_PACKAGE = "busybox-static"

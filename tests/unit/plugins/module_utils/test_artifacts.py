@@ -46,9 +46,28 @@ def test_a_good_bundle_lists_binaries_and_images():
     assert by_name["etcd"]["group"] == "etcd"
     assert by_name["bridge"]["dest"] == "/opt/cni/bin/bridge"
     assert artifacts["images"]["pause"] == {"ref": "registry.k8s.io/pause:3.10.2", "src": "/b/images/pause.tar",
-                                            "sha256": "e" * 64, "control_plane_only": False}
+                                            "sha256": "e" * 64, "control_plane_only": False, "kubesphere_only": False}
     assert artifacts["images"]["kube-apiserver"]["control_plane_only"] is True
     assert image_refs(artifacts)["pause"] == "registry.k8s.io/pause:3.10.2"
+
+
+def test_images_of_kubesphere_components_are_kubesphere_only():
+    """The bundle's kubesphere_* components (KubeSphere's monitoring): the artifacts role imports them only on
+    clusters with KubeSphere."""
+    images = [{"path": "images/prometheus.tar", "name": "prometheus", "ref": "docker.io/prom/prometheus:v2.39.1",
+               "component": "kubesphere_prometheus", "sha256": "1" * 64, "size": 1},
+              {"path": "images/pause.tar", "name": "pause", "ref": "registry.k8s.io/pause:3.10.2", "component": "pause",
+               "sha256": "e" * 64, "size": 1},
+              {"path": "images/slipway-operator.tar", "name": "slipway-operator", "ref": "localhost/slipway/operator:0.1.0",
+               "component": "slipway_operator", "sha256": "2" * 64, "size": 1}]
+    manifest = {**MANIFEST, "images": images}
+    sums = {f"/b/{e['path']}": e["sha256"] for e in manifest["binaries"] + images}
+    artifacts, problems = from_bundle(manifest, "/b", "1.37.1", FakeBundle(manifest, sums).checksum)
+    assert problems == []
+    assert {name: image["kubesphere_only"] for name, image in artifacts["images"].items()} == {
+        "prometheus": True, "pause": False, "slipway-operator": False}
+    released = from_release("1.37.1", "upstream")[0]
+    assert not any(image["kubesphere_only"] for image in released["images"].values())
 
 
 def test_checksum_mismatch_names_the_file_and_both_checksums():
