@@ -7,7 +7,7 @@ Each module step runs once with slipway's CRD (status subresource) and once with
 (no subresource).
 
 The role tests run playbooks/kubesphere.yml from the controller (localhost, kubesphere_kubeconfig)
-and read the cluster back: objects, statuses, which component task files ran.
+and read the cluster back: objects, statuses, which components of the component table the role walked.
 """
 
 from __future__ import annotations
@@ -385,7 +385,7 @@ class TestModules:
 
 # --- the kubesphere role, through playbooks/kubesphere.yml -------------------------------------------
 
-COMPONENT_TASKS = "/roles/kubesphere/tasks/components/"
+COMPONENT_TASK_FILE = "/roles/kubesphere/tasks/component.yml"
 MORE_COMPONENTS = {
     "local_registry": "registry.lab.internal:5000",
     "alerting": {"enabled": True},
@@ -406,14 +406,19 @@ class RoleRun:
         return [task for play in self.output["plays"] for task in play["tasks"]]
 
     def components_run(self) -> set[str]:
-        """The components whose task file ran at least one task (skipped ones do not count)."""
-        ran = set()
+        """The components whose entry of the component table the role walked: included component.yml for them, and
+        its tasks ran (skipped ones do not count)."""
+        included = []
         for task in self.tasks():
-            path = task["task"].get("path") or ""
-            result = task["hosts"].get("localhost", {})
-            if COMPONENT_TASKS in path and not result.get("skipped"):
-                ran.add(Path(path.split(":")[0]).stem)
-        return ran
+            if task["task"]["name"].endswith("Install, reapply or remove each component the plan names"):
+                result = task["hosts"].get("localhost", {})
+                included += [item["_kubesphere_entry"]["name"] for item in result.get("results", [])
+                             if not item.get("skipped")]
+        ran = [task for task in self.tasks() if COMPONENT_TASK_FILE in (task["task"].get("path") or "")
+               and task["task"]["name"].endswith(("Apply the component's objects", "Delete the component's objects"))
+               and not task["hosts"].get("localhost", {}).get("skipped")]
+        assert len(ran) == len(included), (included, [task["task"]["name"] for task in ran])
+        return set(included)
 
     def summary(self) -> list[str]:
         for task in self.tasks():
