@@ -618,3 +618,30 @@ class TestRole:
         status = cc_status(kube_api)
         assert status["core"] == definition["status"]["core"]
         assert status["monitoring"]["status"] == "enabled" and status["monitoring"]["slipway"]["specHash"]
+
+    def test_readiness_checks_of_the_component_table(self, fresh_cluster, tmp_path):
+        """A readiness check of the component table (its ready list) holds a component back until it passes: here
+        alerting's ThanosRuler must report the condition Available, which no operator sets in this cluster."""
+        kube_api = fresh_cluster
+        table = yaml.safe_load((ROOT / "roles" / "kubesphere" / "vars" / "main.yml").read_text())["_kubesphere_components"]
+        table["alerting"]["ready"] = [{"api_version": "monitoring.coreos.com/v1", "kind": "ThanosRuler",
+                                       "namespace": "kubesphere-monitoring-system", "name": "kubesphere",
+                                       "condition": {"type": "Available", "status": "True"}}]
+        # Only alerting acts (core and monitoring are current), so no other component waits for pods.
+        settings = {"_kubesphere_components": table, "kubesphere_wait": True, "kubesphere_wait_timeout": 5}
+        switch_on = {"spec": {"alerting": {"enabled": True}}}
+        result = run_role(kube_api, tmp_path, switch_on, **settings)
+        assert result.returncode != 0, "a component that is not ready fails the run"
+        assert result.components_run() == {"alerting"}
+        alerting = cc_status(kube_api)["alerting"]
+        assert alerting["status"] == "failed"
+        assert alerting["slipway"]["reason"].startswith("Wait until the component is ready: "), alerting
+        ruler = "/apis/monitoring.coreos.com/v1/namespaces/kubesphere-monitoring-system/thanosrulers/kubesphere"
+        assert get(kube_api, ruler) is not None, "its objects were applied before the wait"
+        # What prometheus-operator would report once the Thanos Ruler runs (the CRD has no status subresource).
+        kube_api.request("patch", ruler, content_type="application/merge-patch+json",
+                         body={"status": {"conditions": [{"type": "Available", "status": "True"}]}})
+        result = run_role(kube_api, tmp_path, {}, **settings)
+        assert result.returncode == 0, result.summary() or result.stderr[-3000:]
+        assert result.components_run() == {"alerting"}, "the failed component is retried"
+        assert cc_status(kube_api)["alerting"]["status"] == "enabled"
