@@ -406,19 +406,26 @@ class RoleRun:
         return [task for play in self.output["plays"] for task in play["tasks"]]
 
     def components_run(self) -> set[str]:
-        """The components whose entry of the component table the role walked: included component.yml for them, and
-        its tasks ran (skipped ones do not count)."""
-        included = []
+        """The components whose objects the role applied or deleted, walking their entry of the component table.
+
+        main.yml includes component.yml once per plan entry, in the order of the include's items; each inclusion
+        starts with the task that stops an unsupported component."""
+        included, ran, current = [], set(), -1
         for task in self.tasks():
-            if task["task"]["name"].endswith("Install, reapply or remove each component the plan names"):
-                result = task["hosts"].get("localhost", {})
+            result = task["hosts"].get("localhost", {})
+            name = task["task"]["name"]
+            if name.endswith("Install, reapply or remove each component the plan names"):
                 included += [item["_kubesphere_entry"]["name"] for item in result.get("results", [])
                              if not item.get("skipped")]
-        ran = [task for task in self.tasks() if COMPONENT_TASK_FILE in (task["task"].get("path") or "")
-               and task["task"]["name"].endswith(("Apply the component's objects", "Delete the component's objects"))
-               and not task["hosts"].get("localhost", {}).get("skipped")]
-        assert len(ran) == len(included), (included, [task["task"]["name"] for task in ran])
-        return set(included)
+            elif COMPONENT_TASK_FILE not in (task["task"].get("path") or ""):
+                continue
+            elif name.endswith("Stop when slipway cannot install the component"):
+                current += 1
+            elif name.endswith(("Apply the component's objects", "Delete the component's objects")) \
+                    and not result.get("skipped"):
+                ran.add(included[current])
+        assert current == len(included) - 1, (included, current)
+        return ran
 
     def summary(self) -> list[str]:
         for task in self.tasks():
@@ -645,3 +652,19 @@ class TestRole:
         assert result.returncode == 0, result.summary() or result.stderr[-3000:]
         assert result.components_run() == {"alerting"}, "the failed component is retried"
         assert cc_status(kube_api)["alerting"]["status"] == "enabled"
+
+    def test_a_refused_setting_fails_only_its_component(self, fresh_cluster, tmp_path):
+        """A refuse rule of the component table: monitoring fails, naming the setting, until it is switched off."""
+        kube_api = fresh_cluster
+        result = run_role(kube_api, tmp_path, {"spec": {"etcd": {"monitoring": True}}},
+                          kubesphere_fail_on_component_failure=False)
+        assert result.returncode == 0, result.summary() or result.stderr[-3000:]
+        assert result.components_run() == set(), "refused before any object was applied"
+        status = cc_status(kube_api)
+        assert status["monitoring"]["status"] == "failed"
+        assert status["monitoring"]["slipway"]["reason"] == "spec.etcd.monitoring is on: etcd monitoring is not supported yet"
+        assert status["alerting"]["status"] == "enabled" and status["core"]["status"] == "enabled"
+        result = run_role(kube_api, tmp_path, {"spec": {"etcd": {"monitoring": False}}})
+        assert result.returncode == 0, result.summary() or result.stderr[-3000:]
+        assert result.components_run() == {"monitoring"}
+        assert cc_status(kube_api)["monitoring"]["status"] == "enabled"
