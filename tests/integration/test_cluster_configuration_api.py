@@ -7,7 +7,7 @@ Each module step runs once with slipway's CRD (status subresource) and once with
 (no subresource).
 
 The role tests run playbooks/kubesphere.yml from the controller (localhost, kubesphere_kubeconfig)
-and read the cluster back: objects, statuses, which component task files ran.
+and read the cluster back: objects, statuses, which components of the component table the role walked.
 """
 
 from __future__ import annotations
@@ -385,7 +385,7 @@ class TestModules:
 
 # --- the kubesphere role, through playbooks/kubesphere.yml -------------------------------------------
 
-COMPONENT_TASKS = "/roles/kubesphere/tasks/components/"
+COMPONENT_TASK_FILE = "/roles/kubesphere/tasks/component.yml"
 MORE_COMPONENTS = {
     "local_registry": "registry.lab.internal:5000",
     "alerting": {"enabled": True},
@@ -406,13 +406,25 @@ class RoleRun:
         return [task for play in self.output["plays"] for task in play["tasks"]]
 
     def components_run(self) -> set[str]:
-        """The components whose task file ran at least one task (skipped ones do not count)."""
-        ran = set()
+        """The components whose objects the role applied or deleted, walking their entry of the component table.
+
+        main.yml includes component.yml once per plan entry, in the order of the include's items; each inclusion
+        starts with the task that stops an unsupported component."""
+        included, ran, current = [], set(), -1
         for task in self.tasks():
-            path = task["task"].get("path") or ""
             result = task["hosts"].get("localhost", {})
-            if COMPONENT_TASKS in path and not result.get("skipped"):
-                ran.add(Path(path.split(":")[0]).stem)
+            name = task["task"]["name"]
+            if name.endswith("Install, reapply or remove each component the plan names"):
+                included += [item["_kubesphere_entry"]["name"] for item in result.get("results", [])
+                             if not item.get("skipped")]
+            elif COMPONENT_TASK_FILE not in (task["task"].get("path") or ""):
+                continue
+            elif name.endswith("Stop when slipway cannot install the component"):
+                current += 1
+            elif name.endswith(("Apply the component's objects", "Delete the component's objects")) \
+                    and not result.get("skipped"):
+                ran.add(included[current])
+        assert current == len(included) - 1, (included, current)
         return ran
 
     def summary(self) -> list[str]:
@@ -613,3 +625,46 @@ class TestRole:
         status = cc_status(kube_api)
         assert status["core"] == definition["status"]["core"]
         assert status["monitoring"]["status"] == "enabled" and status["monitoring"]["slipway"]["specHash"]
+
+    def test_readiness_checks_of_the_component_table(self, fresh_cluster, tmp_path):
+        """A readiness check of the component table (its ready list) holds a component back until it passes: here
+        alerting's ThanosRuler must report the condition Available, which no operator sets in this cluster."""
+        kube_api = fresh_cluster
+        table = yaml.safe_load((ROOT / "roles" / "kubesphere" / "vars" / "main.yml").read_text())["_kubesphere_components"]
+        table["alerting"]["ready"] = [{"api_version": "monitoring.coreos.com/v1", "kind": "ThanosRuler",
+                                       "namespace": "kubesphere-monitoring-system", "name": "kubesphere",
+                                       "condition": {"type": "Available", "status": "True"}}]
+        # Only alerting acts (core and monitoring are current), so no other component waits for pods.
+        settings = {"_kubesphere_components": table, "kubesphere_wait": True, "kubesphere_wait_timeout": 5}
+        switch_on = {"spec": {"alerting": {"enabled": True}}}
+        result = run_role(kube_api, tmp_path, switch_on, **settings)
+        assert result.returncode != 0, "a component that is not ready fails the run"
+        assert result.components_run() == {"alerting"}
+        alerting = cc_status(kube_api)["alerting"]
+        assert alerting["status"] == "failed"
+        assert alerting["slipway"]["reason"].startswith("Wait until the component is ready: "), alerting
+        ruler = "/apis/monitoring.coreos.com/v1/namespaces/kubesphere-monitoring-system/thanosrulers/kubesphere"
+        assert get(kube_api, ruler) is not None, "its objects were applied before the wait"
+        # What prometheus-operator would report once the Thanos Ruler runs (the CRD has no status subresource).
+        kube_api.request("patch", ruler, content_type="application/merge-patch+json",
+                         body={"status": {"conditions": [{"type": "Available", "status": "True"}]}})
+        result = run_role(kube_api, tmp_path, {}, **settings)
+        assert result.returncode == 0, result.summary() or result.stderr[-3000:]
+        assert result.components_run() == {"alerting"}, "the failed component is retried"
+        assert cc_status(kube_api)["alerting"]["status"] == "enabled"
+
+    def test_a_refused_setting_fails_only_its_component(self, fresh_cluster, tmp_path):
+        """A refuse rule of the component table: monitoring fails, naming the setting, until it is switched off."""
+        kube_api = fresh_cluster
+        result = run_role(kube_api, tmp_path, {"spec": {"etcd": {"monitoring": True}}},
+                          kubesphere_fail_on_component_failure=False)
+        assert result.returncode == 0, result.summary() or result.stderr[-3000:]
+        assert result.components_run() == set(), "refused before any object was applied"
+        status = cc_status(kube_api)
+        assert status["monitoring"]["status"] == "failed"
+        assert status["monitoring"]["slipway"]["reason"] == "spec.etcd.monitoring is on: etcd monitoring is not supported yet"
+        assert status["alerting"]["status"] == "enabled" and status["core"]["status"] == "enabled"
+        result = run_role(kube_api, tmp_path, {"spec": {"etcd": {"monitoring": False}}})
+        assert result.returncode == 0, result.summary() or result.stderr[-3000:]
+        assert result.components_run() == {"monitoring"}
+        assert cc_status(kube_api)["monitoring"]["status"] == "enabled"

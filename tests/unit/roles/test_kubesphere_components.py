@@ -1,0 +1,170 @@
+# Unit tests of the kubesphere role's component table (_kubesphere_components in vars/main.yml), the one
+# place a component is described: it agrees with the plan's catalogue (status keys, parents, install
+# order), names only files, images and readiness checks that exist, and the role walks it with
+# includes at most two deep from tasks/main.yml.
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+import yaml
+
+from ansible_collections.slipway.cluster.plugins.module_utils import _cluster_configuration as cc
+
+COLLECTION = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+ROLE = os.path.join(COLLECTION, "roles", "kubesphere")
+REQUIRED = {"status_key", "requires", "namespaces", "templates", "images", "ready"}
+OPTIONAL = {"crds", "objects_from", "refuse", "prepare", "webhook"}
+READY_KEYS = {"api_version", "kind", "namespace", "name", "label_selectors", "condition"}
+IMAGE_REFERENCE = re.compile(r"_kubesphere_(?:core_)?image\.(\w+)")
+INCLUDES = ("ansible.builtin.include_tasks", "ansible.builtin.import_tasks", "ansible.builtin.include_role",
+            "ansible.builtin.import_role")
+MAX_INCLUDE_DEPTH = 2
+
+
+def load(*path):
+    with open(os.path.join(*path), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+VARS = load(ROLE, "vars", "main.yml")
+TABLE = VARS["_kubesphere_components"]
+IMAGES = load(ROLE, "defaults", "main.yml")["kubesphere_images"]
+NAMES = sorted(TABLE)
+
+
+def test_every_entry_is_a_component_of_the_plan_with_its_status_key():
+    assert set(TABLE) <= set(cc.COMPONENT_NAMES), set(TABLE) - set(cc.COMPONENT_NAMES)
+    for name, entry in TABLE.items():
+        assert entry["status_key"] == ".".join(cc.COMPONENTS[name].status_path), name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_entry_has_the_documented_keys_only(name):
+    entry = TABLE[name]
+    assert REQUIRED <= set(entry), REQUIRED - set(entry)
+    assert set(entry) <= REQUIRED | OPTIONAL, set(entry) - REQUIRED - OPTIONAL
+    for key in ("requires", "namespaces", "templates", "images", "ready", "crds", "prepare", "refuse"):
+        assert isinstance(entry.get(key, []), list), key
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_requirements_are_installed_before_and_include_the_parent(name):
+    order = list(cc.COMPONENT_NAMES)
+    requires = TABLE[name]["requires"]
+    for required in requires:
+        assert required in TABLE, f"{name} requires {required}, which the role does not install"
+        assert order.index(required) < order.index(name), f"{required} comes after {name} in install order"
+    parent = cc.COMPONENTS[name].parent
+    assert parent is None or parent in requires, f"{name} must require its parent {parent}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_files_named_by_an_entry_exist(name):
+    entry = TABLE[name]
+    assert entry["templates"], "every component names its objects (to apply or to delete)"
+    for template in entry["templates"]:
+        assert os.path.isfile(os.path.join(ROLE, "templates", template)), template
+    for crd in entry.get("crds", []):
+        assert os.path.isfile(os.path.join(ROLE, "files", crd)), crd
+    for task_file in entry.get("prepare", []):
+        assert os.path.isfile(os.path.join(ROLE, "tasks", task_file)), task_file
+    if "objects_from" in entry:
+        source = entry["objects_from"]
+        assert set(source) == {"role", "tasks_from", "var"}
+        namespace, collection, role = source["role"].split(".")
+        assert (namespace, collection) == ("slipway", "cluster")
+        assert os.path.isfile(os.path.join(COLLECTION, "roles", role, "tasks", source["tasks_from"] + ".yml"))
+    if "webhook" in entry:
+        assert set(entry["webhook"]) == {"secret", "namespace", "service"}
+        assert entry["webhook"]["namespace"] in entry["namespaces"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_images_are_the_ones_its_templates_run(name):
+    entry = TABLE[name]
+    referenced = set()
+    for template in entry["templates"]:
+        with open(os.path.join(ROLE, "templates", template), encoding="utf-8") as handle:
+            referenced |= set(IMAGE_REFERENCE.findall(handle.read()))
+    assert set(entry["images"]) == referenced, f"table {sorted(entry['images'])}, templates {sorted(referenced)}"
+    assert set(entry["images"]) <= set(IMAGES), set(entry["images"]) - set(IMAGES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_readiness_is_said_for_every_component(name):
+    ready = TABLE[name]["ready"]
+    assert ready, "say how readiness is checked"
+    for check in ready:
+        if isinstance(check, str):
+            assert check == "applied"
+            continue
+        assert set(check) <= READY_KEYS, set(check) - READY_KEYS
+        assert "kind" in check and ("name" in check or "label_selectors" in check), check
+        if "condition" in check:
+            assert set(check["condition"]) <= {"type", "status", "reason"} and "type" in check["condition"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_refused_settings_are_off_by_default(name):
+    for rule in TABLE[name].get("refuse", []):
+        assert set(rule) == {"setting", "what"}
+        value = VARS["_kubesphere_spec_defaults"]
+        for key in rule["setting"]:
+            value = value[key]
+        assert value is False, rule
+
+
+def test_every_implemented_component_is_an_entry():
+    assert VARS["_kubesphere_implemented"] == "{{ _kubesphere_components.keys() | list }}"
+
+
+def tasks_of(data):
+    """Every task in a task list, blocks and their rescue and always sections included."""
+    for task in data or []:
+        yield task
+        for section in ("block", "rescue", "always"):
+            yield from tasks_of(task.get(section))
+
+
+def included_files(path):
+    """(role tasks directory, file) pairs a task file includes or imports, templated names resolved from the table."""
+    tasks_dir = os.path.dirname(path)
+    found = []
+    for task in tasks_of(load(path)):
+        for action in INCLUDES:
+            if action not in task:
+                continue
+            target = task[action]
+            if action.endswith("_role"):
+                if "{{" in target["name"]:
+                    for entry in TABLE.values():
+                        if "objects_from" in entry:
+                            role = entry["objects_from"]["role"].split(".")[-1]
+                            found.append(os.path.join(COLLECTION, "roles", role, "tasks",
+                                                      entry["objects_from"]["tasks_from"] + ".yml"))
+                else:
+                    role = target["name"].split(".")[-1]
+                    found.append(os.path.join(COLLECTION, "roles", role, "tasks",
+                                              target.get("tasks_from", "main").replace(".yml", "") + ".yml"))
+            elif "{{" in target:
+                assert target == "{{ _kubesphere_prepare }}", target
+                found += [os.path.join(tasks_dir, name) for entry in TABLE.values() for name in entry.get("prepare", [])]
+            else:
+                found.append(os.path.join(tasks_dir, target))
+    return found
+
+
+def include_depth(path, seen=()):
+    assert path not in seen, f"{path} includes itself"
+    children = included_files(path)
+    return max((1 + include_depth(child, seen + (path,)) for child in children), default=0)
+
+
+def test_includes_go_at_most_two_deep_from_main():
+    assert include_depth(os.path.join(ROLE, "tasks", "main.yml")) == MAX_INCLUDE_DEPTH
+
+
+def test_no_task_file_per_component():
+    assert not os.path.exists(os.path.join(ROLE, "tasks", "components"))
