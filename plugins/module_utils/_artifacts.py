@@ -142,7 +142,11 @@ def from_bundle(
         group = _group_of(inner, name)
         if group:
             binaries.append(_binary_entry(relpath, name, group, src=full, sha256=actual))
-    return {"source": "bundle", "bundle_dir": bundle_dir, "binaries": binaries, "images": images}, problems
+    # KubeSphere's images by their kubesphere_images key (prometheus-operator: prometheus_operator), which the
+    # kubesphere role and slipway-operator run instead of kubesphere_images' entries.
+    kubesphere_images = {name.replace("-", "_"): image["ref"] for name, image in sorted(images.items()) if image["kubesphere_only"]}
+    return ({"source": "bundle", "bundle_dir": bundle_dir, "binaries": binaries, "images": images,
+             "kubesphere_images": kubesphere_images}, problems)
 
 
 def released(kubernetes_version: str) -> bool:

@@ -66,8 +66,11 @@ def test_images_of_kubesphere_components_are_kubesphere_only():
     assert problems == []
     assert {name: image["kubesphere_only"] for name, image in artifacts["images"].items()} == {
         "prometheus": True, "pause": False, "slipway-operator": False}
+    # The kubesphere role and slipway-operator run them by their kubesphere_images key.
+    assert artifacts["kubesphere_images"] == {"prometheus": "docker.io/prom/prometheus:v2.39.1"}
     released = from_release("1.37.1", "upstream")[0]
     assert not any(image["kubesphere_only"] for image in released["images"].values())
+    assert "kubesphere_images" not in released
 
 
 def test_checksum_mismatch_names_the_file_and_both_checksums():
