@@ -432,6 +432,17 @@ def wait_for_ssh(ip: str, timeout: float = SSH_TIMEOUT) -> None:
 # ---------------------------------------------------------------------------- inventory
 
 
+# With slipway_kubesphere_enabled: what the lab can run of KubeSphere. Nothing can be pulled, the bundle has the
+# images of metrics-server, monitoring and alerting only (the others' pods stay ErrImageNeverPull: objects only,
+# docs/kubesphere.md), so only those are waited for; and there is no storage provisioner, so Prometheus keeps its
+# data in an emptyDir. --vars given for the same keys win.
+LAB_KUBESPHERE_VARS: dict[str, Any] = {
+    "kubesphere_image_pull_policy": "Never",
+    "kubesphere_wait": ["metrics_server", "monitoring", "alerting"],
+    "kubesphere_cluster_configuration": {"spec": {"monitoring": {"prometheus": {"volumeSize": ""}}}},
+}
+
+
 def render_inventory(cluster: Cluster, key: Path, extra_vars: dict[str, Any]) -> str:
     """A kubespray-compatible inventory: core groups always present, k8s_cluster as children."""
     nodes = sorted(cluster.nodes.values(), key=lambda n: ipaddress.ip_address(n.ip))
@@ -458,6 +469,8 @@ def render_inventory(cluster: Cluster, key: Path, extra_vars: dict[str, Any]) ->
         "slipway_lab_vip": cluster.vip,
         "control_plane_kubelet_configuration": LAB_KUBELET_CONFIGURATION,
     }
+    if extra_vars.get("slipway_kubesphere_enabled") is True:
+        lab_vars.update(LAB_KUBESPHERE_VARS)
     document = {"all": {"vars": {**lab_vars, **extra_vars}, "hosts": hosts, "children": children}}
     header = (f"{INVENTORY_HEADER} for lab cluster '{cluster.name}' ({cluster.subnet}); "
               "rewritten by every `up`.\n---\n")

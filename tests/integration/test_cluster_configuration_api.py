@@ -653,6 +653,29 @@ class TestRole:
         assert result.components_run() == {"alerting"}, "the failed component is retried"
         assert cc_status(kube_api)["alerting"]["status"] == "enabled"
 
+    def test_wait_names_the_components_to_wait_for(self, fresh_cluster, tmp_path):
+        """kubesphere_wait as a list waits only for the components it names (a lab waits for those whose images it
+        has): alerting's readiness check, which nothing here makes true, holds it back only when the list names it."""
+        kube_api = fresh_cluster
+        table = yaml.safe_load((ROOT / "roles" / "kubesphere" / "vars" / "main.yml").read_text())["_kubesphere_components"]
+        table["alerting"]["ready"] = [{"api_version": "monitoring.coreos.com/v1", "kind": "ThanosRuler",
+                                       "namespace": "kubesphere-monitoring-system", "name": "kubesphere",
+                                       "condition": {"type": "Degraded", "status": "True"}}]
+        settings = {"_kubesphere_components": table, "kubesphere_wait_timeout": 5}
+        result = run_role(kube_api, tmp_path, {"spec": {"alerting": {"thanosruler": {"replicas": 2}}}},
+                          kubesphere_wait=["monitoring"], **settings)
+        assert result.returncode == 0, result.summary() or result.stderr[-3000:]
+        assert result.components_run() == {"alerting"}
+        assert cc_status(kube_api)["alerting"]["status"] == "enabled"
+        result = run_role(kube_api, tmp_path, {"spec": {"alerting": {"thanosruler": {"replicas": 1}}}},
+                          kubesphere_wait=["alerting"], **settings)
+        assert result.returncode != 0, "alerting is waited for, and its check does not pass"
+        assert result.components_run() == {"alerting"}
+        assert cc_status(kube_api)["alerting"]["status"] == "failed"
+        result = run_role(kube_api, tmp_path, {}, kubesphere_wait=False, **settings)
+        assert result.returncode == 0, result.summary() or result.stderr[-3000:]
+        assert cc_status(kube_api)["alerting"]["status"] == "enabled", "retried, and not waited for"
+
     def test_a_refused_setting_fails_only_its_component(self, fresh_cluster, tmp_path):
         """A refuse rule of the component table: monitoring fails, naming the setting, until it is switched off."""
         kube_api = fresh_cluster

@@ -1,0 +1,42 @@
+"""Tests of the inventory lab/lab.py writes: KubeSphere's lab settings only with slipway_kubesphere_enabled."""
+
+import importlib.util
+import os
+import pathlib
+import sys
+
+import yaml
+
+_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "lab", "lab.py")
+_SPEC = importlib.util.spec_from_file_location("lab", _PATH)
+lab = sys.modules.get("lab")
+if lab is None:
+    lab = importlib.util.module_from_spec(_SPEC)
+    sys.modules["lab"] = lab  # its dataclasses look their module up
+    _SPEC.loader.exec_module(lab)
+
+CLUSTER = lab.Cluster("lab", "10.88.100.0/24", {"cp1": lab.Node("cp1", ("kube_control_plane", "etcd"), "10.88.100.11")})
+
+
+def inventory_vars(extra):
+    text = lab.render_inventory(CLUSTER, pathlib.Path("/k/id"), extra)
+    return yaml.safe_load(text.split("---\n", 1)[1])["all"]["vars"]
+
+
+def test_no_kubesphere_settings_without_kubesphere():
+    found = inventory_vars({})
+    assert not [name for name in found if name.startswith("kubesphere_")]
+    assert not [name for name in inventory_vars({"slipway_kubesphere_enabled": False}) if name.startswith("kubesphere_")]
+
+
+def test_kubesphere_in_the_lab_waits_for_what_it_can_run():
+    found = inventory_vars({"slipway_kubesphere_enabled": True})
+    assert found["kubesphere_image_pull_policy"] == "Never"
+    assert found["kubesphere_wait"] == ["metrics_server", "monitoring", "alerting"]
+    assert found["kubesphere_cluster_configuration"] == {"spec": {"monitoring": {"prometheus": {"volumeSize": ""}}}}
+
+
+def test_vars_given_win_over_the_lab_settings():
+    found = inventory_vars({"slipway_kubesphere_enabled": True, "kubesphere_wait": True})
+    assert found["kubesphere_wait"] is True
+    assert found["kubesphere_image_pull_policy"] == "Never"
