@@ -20,7 +20,10 @@ LAB_CLUSTER ?= lab
 # The HA cluster of `make lab`: 3 control planes (stacked etcd) and 2 workers.
 LAB_NODES   ?= cp1:kube_control_plane,etcd cp2:kube_control_plane,etcd cp3:kube_control_plane,etcd w1:kube_node w2:kube_node
 # Lab runs stay offline: binaries and images from the bundle, CoreDNS forwards nothing out of the lab.
-LAB_VARS    ?= slipway_artifacts_source=bundle slipway_artifacts_bundle_dir=$(BUNDLE_DIR) 'control_plane_coredns_upstreams=[]'
+# What every lab cluster gets (the bundle, CoreDNS answering inside only); LAB_VARS adds to it and wins for the
+# same keys, e.g. make lab LAB_VARS="slipway_kubesphere_enabled=true slipway_kubernetes_version=1.36.5".
+LAB_BASE_VARS := slipway_artifacts_source=bundle slipway_artifacts_bundle_dir=$(BUNDLE_DIR) 'control_plane_coredns_upstreams=[]'
+LAB_VARS    ?=
 BENCH_CLUSTER ?= bench
 LAB_INVENTORY ?= $(ROOT)/inventories/lab/hosts.yml
 # Every Molecule scenario, longest first: make test runs them in TEST_LANES parallel lanes. `upgrade` builds the
@@ -69,7 +72,7 @@ bundle-verify: venv
 
 lab: deps venv collection bundle
 	$(PY) lab/lab.py up --cluster $(LAB_CLUSTER) $(addprefix --node ,$(LAB_NODES)) --inventory $(LAB_INVENTORY) \
-	  $(addprefix --vars ,$(LAB_VARS))
+	  $(addprefix --vars ,$(LAB_BASE_VARS) $(LAB_VARS))
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) site.yml
 	@$(PY) lab/lab.py status --cluster $(LAB_CLUSTER)
 	@echo
@@ -80,7 +83,7 @@ lab: deps venv collection bundle
 # A fresh lab cluster of LAB_NODES named BENCH_CLUSTER, site.yml twice, figures for docs/performance.md.
 # The cluster is removed afterwards unless BENCH_KEEP=1.
 bench: deps venv collection bundle
-	$(PY) tools/bench.py --cluster $(BENCH_CLUSTER) $(addprefix --node ,$(LAB_NODES)) $(addprefix --vars ,$(LAB_VARS)) \
+	$(PY) tools/bench.py --cluster $(BENCH_CLUSTER) $(addprefix --node ,$(LAB_NODES)) $(addprefix --vars ,$(LAB_BASE_VARS) $(LAB_VARS)) \
 	  $(if $(BENCH_KEEP),--keep)
 
 # Grow a fresh lab cluster of LAB_NODES by BENCH_ADD with scale.yml: the wall time of adding a worker
@@ -90,14 +93,14 @@ BENCH_ADD       ?= w9:kube_node
 BENCH_BIG_NODES ?= $(LAB_NODES) w3:kube_node w4:kube_node w5:kube_node w6:kube_node w7:kube_node
 bench-scale: deps venv collection bundle
 	$(PY) tools/bench.py --cluster $(BENCH_CLUSTER) $(addprefix --node ,$(LAB_NODES)) $(addprefix --add ,$(BENCH_ADD)) \
-	  $(addprefix --vars ,$(LAB_VARS)) --log-dir $(CACHE)/bench-scale $(if $(BENCH_KEEP),--keep)
+	  $(addprefix --vars ,$(LAB_BASE_VARS) $(LAB_VARS)) --log-dir $(CACHE)/bench-scale $(if $(BENCH_KEEP),--keep)
 
 # Upgrade a fresh lab cluster of LAB_NODES from the bundle's older release to its current one with
 # upgrade.yml while a client requests a web Deployment every 0.2 s: the wall time, the failed requests,
 # and a rerun that changes nothing (docs/performance.md).
 bench-upgrade: deps venv collection bundle
 	$(PY) tools/bench.py --cluster $(BENCH_CLUSTER) $(addprefix --node ,$(LAB_NODES)) --upgrade \
-	  $(addprefix --vars ,$(LAB_VARS)) --log-dir $(CACHE)/bench-upgrade $(if $(BENCH_KEEP),--keep)
+	  $(addprefix --vars ,$(LAB_BASE_VARS) $(LAB_VARS)) --log-dir $(CACHE)/bench-upgrade $(if $(BENCH_KEEP),--keep)
 
 # slipway-operator on a fresh single-node lab cluster (site.yml with the components and the operator): the
 # time from kubectl patch to status enabled for alerting, back to disabled, and a reconcile with nothing to
