@@ -16,6 +16,8 @@ git ls-files -co --exclude-standard -z | rsync -a --delete --from0 --files-from=
 (cd "$tree" && find . \( -type f -o -type l \) -not -path './tests/output/*' -print0) | while IFS= read -r -d '' f; do
   [ -e "$root/$f" ] || [ -L "$root/$f" ] || rm -f "$tree/$f"
 done
+# ...and the directories that left empty (git ships no empty directory; tests look for some by name).
+find "$tree" -mindepth 1 -depth -type d -empty -not -path "$tree/tests/output*" -delete
 cd "$tree"
 # ansible-test makes its own virtualenvs from the system's python3.11: keep ours off PATH so
 # it does not pick the virtualenv's interpreter (which has no pip of its own to lend).
