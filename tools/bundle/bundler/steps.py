@@ -3,9 +3,12 @@
 A step's key is the sha256 of its inputs (versions, flags, the builder source files it
 depends on). Its output directory carries the key in `.stamp`; a step whose stamp matches is not
 run again. Outputs are written to a temporary directory first, so an interrupted step leaves
-no stamp behind.
+no stamp behind. Two builds sharing one cache (two checkouts' `make test` at once) take a step's
+lock in turn: the second finds the first's output and reuses it instead of deleting it mid-way.
 """
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -60,6 +63,16 @@ class Steps:
         except OSError:
             return None
 
+    @contextlib.contextmanager
+    def _locked(self, name):
+        """Hold step ``name``'s lock (a file beside its output) across processes."""
+        with open(self.path(name) + ".lock", "a", encoding="utf-8") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
     def run(self, name, key, produce):
         """Return the output directory of step ``name``; run ``produce(tmpdir)`` unless an
         output with the same key exists."""
@@ -67,15 +80,20 @@ class Steps:
         if self.stamp_of(name) == key:
             self.reused.append(name)
             return final
-        tmp = final + ".tmp"
-        for stale in (tmp, final):
-            if os.path.lexists(stale):
-                shutil.rmtree(stale)
-        os.makedirs(tmp)
-        begun = time.monotonic()
-        produce(tmp)
-        with open(os.path.join(tmp, STAMP), "w", encoding="utf-8") as handle:
-            handle.write(key + "\n")
-        os.replace(tmp, final)
+        with self._locked(name):
+            if self.stamp_of(name) == key:
+                # Another build made it while this one waited for the lock.
+                self.reused.append(name)
+                return final
+            tmp = final + ".tmp"
+            for stale in (tmp, final):
+                if os.path.lexists(stale):
+                    shutil.rmtree(stale)
+            os.makedirs(tmp)
+            begun = time.monotonic()
+            produce(tmp)
+            with open(os.path.join(tmp, STAMP), "w", encoding="utf-8") as handle:
+                handle.write(key + "\n")
+            os.replace(tmp, final)
         self.ran.append((name, time.monotonic() - begun))
         return final
