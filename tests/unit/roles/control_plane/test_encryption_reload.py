@@ -1,0 +1,160 @@
+# The control_plane role's reading of a running API server for the encryption configuration (vars/main.yml):
+# the probe apiserver_state.yml runs on a control plane, run here for real against a stand-in kube-apiserver process
+# (in a PID namespace of its own, so the machine's other API servers stay out of sight) and a stand-in kubectl
+# that serves /metrics; and the decisions read from its output: which API servers do not encrypt with the file as
+# last written, and which a key rotation must restart because they do not reload it themselves.
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import warnings
+
+import pytest
+
+from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.loader import init_plugin_loader
+from ansible.template import Templar, trust_as_template
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "..", ".."))
+ROLE = os.path.join(ROOT, "roles", "control_plane")
+CONFIG = "/etc/kubernetes/encryption/config.yaml"
+SERVER = "https://10.88.0.11:6443"
+METRIC = ('apiserver_encryption_config_controller_last_config_info{apiserver_id_hash="sha256:14f9d63e669337ac6bfda2e2'
+          '162915ee6a6067743eddd4e5c374b572f951ff37",hash="%s"} 1')
+
+
+def role_variables() -> dict:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        init_plugin_loader()
+    loader = DataLoader()
+    variables = {}
+    for path in ("defaults/main.yml", "vars/main.yml"):
+        variables.update(loader.load_from_file(os.path.join(ROLE, path), trusted_as_template=True))
+    return variables
+
+
+VARIABLES = role_variables()
+
+
+def render(expression: str, **extra):
+    templar = Templar(loader=DataLoader(), variables={**VARIABLES, **extra})
+    return json.loads(json.dumps(templar.template(trust_as_template("{{ %s }}" % expression))))
+
+
+def sha256(path) -> str:
+    with open(path, "rb") as handle:
+        return "sha256:" + hashlib.sha256(handle.read()).hexdigest()
+
+
+def run_probe(tmp_path, flags, metrics=None, kubectl_fails=False) -> dict:
+    """The probe against a process named kube-apiserver running with `flags`, alone in a PID namespace."""
+    config = tmp_path / "config.yaml"
+    config.write_text("kind: EncryptionConfiguration\napiVersion: apiserver.config.k8s.io/v1\nresources: []\n")
+    fake = tmp_path / "kube-apiserver"
+    shutil.copy("/bin/bash", fake)
+    kubectl = tmp_path / "kubectl"
+    calls = tmp_path / "kubectl-calls"
+    body = "exit 1" if kubectl_fails else "cat %s" % (tmp_path / "metrics")
+    kubectl.write_text('#!/bin/sh\necho "$@" >> %s\n%s\n' % (calls, body))
+    kubectl.chmod(0o755)
+    (tmp_path / "metrics").write_text("# TYPE x gauge\nx 1\n%s\nother_total 3\n"
+                                      % (METRIC % (metrics or "")) if metrics else "x 1\n")
+    probe = VARIABLES["_control_plane_apiserver_probe"]
+    script = (
+        '"$1" -c "sleep 60; :" apiserver %s &\n'
+        'until grep -qx kube-apiserver /proc/[0-9]*/comm 2>/dev/null; do sleep 0.05; done\n'
+        'python3 -c "$2" "$3" "$4" "$5"\n'
+        'kill $!\n' % " ".join("--%s=%s" % item for item in flags.items()))
+    result = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", script, "probe", str(fake), probe,
+         str(config), str(kubectl), SERVER],
+        capture_output=True, text=True, timeout=60, check=True)
+    out = json.loads(result.stdout)
+    out["_config_sha256"] = sha256(config)
+    out["_kubectl_calls"] = calls.read_text().splitlines() if calls.exists() else []
+    return out
+
+
+RELOADING = {"encryption-provider-config": CONFIG, "encryption-provider-config-automatic-reload": "true"}
+
+
+def test_probe_reads_the_loaded_configuration_from_the_api_servers_own_metrics(tmp_path):
+    config_hash = "sha256:" + hashlib.sha256(
+        b"kind: EncryptionConfiguration\napiVersion: apiserver.config.k8s.io/v1\nresources: []\n").hexdigest()
+    out = run_probe(tmp_path, RELOADING, metrics=config_hash)
+    assert out["flags"]["encryption-provider-config"] == CONFIG
+    assert out["reloads"] is True
+    assert out["config_hash"] == out["_config_sha256"] == config_hash
+    assert out["loaded_hash"] == config_hash
+    assert out["started"] > 0 and out["config_written"] > 0
+    # Its own API server, never the load-balanced endpoint admin.conf names.
+    assert out["_kubectl_calls"] == [
+        "--kubeconfig /etc/kubernetes/admin.conf --server %s --request-timeout 10s get --raw /metrics" % SERVER]
+
+
+def test_probe_reports_an_older_file_loaded(tmp_path):
+    out = run_probe(tmp_path, RELOADING, metrics="sha256:" + "0" * 64)
+    assert out["loaded_hash"] == "sha256:" + "0" * 64 != out["config_hash"]
+
+
+def test_probe_reports_nothing_loaded_when_the_api_server_does_not_answer(tmp_path):
+    out = run_probe(tmp_path, RELOADING, kubectl_fails=True)
+    assert out["reloads"] is True and out["loaded_hash"] is None
+
+
+def test_probe_asks_no_metrics_of_an_api_server_that_does_not_reload(tmp_path):
+    out = run_probe(tmp_path, {"encryption-provider-config": CONFIG})
+    assert out["reloads"] is False and "loaded_hash" not in out
+    assert out["_kubectl_calls"] == []
+
+
+def state(**fields) -> dict:
+    return {"__control_plane_apiserver_state": {"stdout": json.dumps(fields)}}
+
+
+def hosts(**states) -> dict:
+    hostvars = {name: {**value, "inventory_hostname": name} for name, value in states.items()}
+    return {"hostvars": hostvars, "slipway_cluster": {"control_planes": list(states)},
+            "ansible_play_hosts_all": list(states)}
+
+
+def test_not_encrypting_follows_the_loaded_file_when_the_api_server_reloads_it():
+    flags = {"encryption-provider-config": CONFIG, "encryption-provider-config-automatic-reload": "true"}
+    found = render("_control_plane_apiservers_not_encrypting", **hosts(
+        # Loaded the file as written: encrypting, however long ago it started.
+        cp1=state(flags=flags, reloads=True, started=100, config_written=200, config_hash="sha256:a", loaded_hash="sha256:a"),
+        # Started after the write but still on the file before it: not yet.
+        cp2=state(flags=flags, reloads=True, started=300, config_written=200, config_hash="sha256:b", loaded_hash="sha256:a"),
+        # Did not answer its /metrics.
+        cp3=state(flags=flags, reloads=True, started=300, config_written=200, config_hash="sha256:a", loaded_hash=None)))
+    assert found == ["cp2", "cp3"]
+
+
+def test_not_encrypting_follows_the_start_time_when_the_api_server_does_not_reload():
+    flags = {"encryption-provider-config": CONFIG}
+    found = render("_control_plane_apiservers_not_encrypting", **hosts(
+        cp1=state(flags=flags, reloads=False, started=300, config_written=200, config_hash="sha256:a"),
+        cp2=state(flags=flags, reloads=False, started=100, config_written=200, config_hash="sha256:a"),
+        cp3=state(flags={}, reloads=False, started=300, config_written=200),
+        cp4={}))
+    assert found == ["cp2", "cp3", "cp4"]
+
+
+def test_a_rotation_restarts_only_the_api_servers_that_do_not_reload():
+    flags = {"encryption-provider-config": CONFIG, "encryption-provider-config-automatic-reload": "true"}
+    found = render("_control_plane_rotation_restarted", **hosts(
+        cp1=state(flags=flags, reloads=True), cp2=state(flags={"encryption-provider-config": CONFIG}, reloads=False)))
+    assert found == ["cp2"]
+
+
+@pytest.mark.parametrize("encryption", [True, False])
+def test_the_api_server_reloads_the_encryption_configuration_when_there_is_one(encryption):
+    args = render("_control_plane_apiserver_args", slipway_cluster={"secrets_encryption": encryption},
+                  _control_plane_hardened=False)
+    assert (args.get("encryption-provider-config-automatic-reload") == "true") is encryption
+    assert ("encryption-provider-config" in args) is encryption
