@@ -26,13 +26,13 @@ def test_two_builds_at_once_run_a_step_once_and_share_it(tmp_path):
     cache, log = str(tmp_path / "cache"), str(tmp_path / "produced")
     context = multiprocessing.get_context("fork")
     results = context.Queue()
-    builds = [context.Process(target=build_step, args=(cache, log, results)) for _ in range(2)]
+    builds = [context.Process(target=build_step, args=(cache, log, results)) for build_number in range(2)]
     for build in builds:
         build.start()
     for build in builds:
         build.join(30)
         assert build.exitcode == 0
-    outcomes = sorted(results.get(timeout=5) for _ in builds)
+    outcomes = sorted(results.get(timeout=5) for build in builds)
     with open(log, encoding="utf-8") as handle:
         producers = handle.read().split()
     assert len(producers) == 1
