@@ -158,3 +158,11 @@ def test_the_api_server_reloads_the_encryption_configuration_when_there_is_one(e
                   _control_plane_hardened=False)
     assert (args.get("encryption-provider-config-automatic-reload") == "true") is encryption
     assert ("encryption-provider-config" in args) is encryption
+
+
+def test_the_probe_asks_this_nodes_own_api_server():
+    argv = render("_control_plane_apiserver_probe_argv", inventory_hostname="cp2",
+                  slipway_cluster={"nodes": {"cp1": {"api_url": "https://10.88.0.11:6443"},
+                                             "cp2": {"api_url": "https://10.88.0.12:6443"}}})
+    assert argv[:2] == ["python3", "-c"] and argv[2] == VARIABLES["_control_plane_apiserver_probe"]
+    assert argv[3:] == [CONFIG, VARIABLES["control_plane_kubectl_bin"], "https://10.88.0.12:6443"]
