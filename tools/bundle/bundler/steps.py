@@ -77,12 +77,9 @@ class Steps:
         """Return the output directory of step ``name``; run ``produce(tmpdir)`` unless an
         output with the same key exists."""
         final = self.path(name)
-        if self.stamp_of(name) == key:
-            self.reused.append(name)
-            return final
+        # Under the lock, so that an output another build is making is waited for, then reused.
         with self._locked(name):
             if self.stamp_of(name) == key:
-                # Another build made it while this one waited for the lock.
                 self.reused.append(name)
                 return final
             tmp = final + ".tmp"
