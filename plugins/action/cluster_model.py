@@ -27,6 +27,7 @@ from ansible_collections.slipway.cluster.plugins.module_utils._model import (
     check_settings,
     format_problems,
 )
+from ansible_collections.slipway.cluster.plugins.module_utils._paths import controller_path
 
 ARGUMENT_SPEC = {
     "settings": {"type": "dict", "default": {}},
@@ -59,10 +60,12 @@ class LocalBundle:
         return digest.hexdigest()
 
     def yaml_file(self, path):
+        here = controller_path(path)
         try:
-            found = self._find(path) if self._find else path
+            found = here if os.path.isfile(here) or not self._find else self._find(path)
         except AnsibleError:
-            return None, "is not found (relative paths are looked up like lookup('file') does: the playbook's files/ directory, then the playbook's directory)"
+            return None, (f"is not found: looked for {here} (a relative path is read from the directory ansible-playbook "
+                          "runs in), then as lookup('file') does (the playbook's files/ directory, then the playbook's directory)")
         if not os.path.isfile(found):
             return None, "is not found"
         try:
@@ -143,9 +146,10 @@ class ActionModule(ActionBase):
                 settings[key] = self._value(task_vars[key])
         settings.update(validation.validated_parameters["settings"])
         bundle_dir = settings.get("slipway_artifacts_bundle_dir")
-        if bundle_dir and not os.path.isabs(bundle_dir):
-            # Relative to the inventory, like kubespray's artifacts directory.
-            settings["slipway_artifacts_bundle_dir"] = os.path.normpath(os.path.join(task_vars.get("inventory_dir") or ".", bundle_dir))
+        if bundle_dir and isinstance(bundle_dir, str):
+            # Relative: from the directory ansible-playbook runs in, else (as before) the inventory's, like kubespray's
+            # artifacts directory; a message then names the directory looked for.
+            settings["slipway_artifacts_bundle_dir"] = controller_path(bundle_dir, [task_vars.get("inventory_dir") or ""])
         bundle = LocalBundle(lambda path: self._find_needle("files", path))
         if validation.validated_parameters["scope"] == "settings":
             try:

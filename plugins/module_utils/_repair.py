@@ -58,7 +58,8 @@ def restore_problems(
     """
     if not found.get("exists"):
         return [f"{snapshot} does not exist on the controller: give the path of a snapshot etcd_backup.yml took"
-                " (-e etcd_snapshot=<inventory dir>/backups/etcd-<cluster>-<time>.db)"]
+                " (-e etcd_snapshot=<inventory dir>/backups/etcd-<cluster>-<time>.db; a relative path is read from the"
+                " directory ansible-playbook runs in)"]
     if metadata is None:
         return [f"{snapshot}.json, the snapshot's record (its sha256 and the cluster it was taken from), is missing:"
                 " without it the snapshot can be checked neither for damage nor for its cluster; restore only snapshots"

@@ -63,3 +63,41 @@ def test_a_bad_snapshot_is_refused_before_any_host_is_contacted(tmp_path, tool, 
     assert "Not restored: 1 problem(s); nothing was changed on any host" in output, output
     assert message in output, output
     assert "UNREACHABLE" not in output
+
+
+@pytest.fixture(name="in_checkout")
+def fixture_in_checkout(tmp_path):
+    """A directory inside the checkout (ignored by git), so paths to it can be written relative to the root."""
+    import shutil
+    import uuid
+
+    where = ROOT / ".cache" / "test-relative-paths" / uuid.uuid4().hex[:12]
+    where.mkdir(parents=True)
+    yield where
+    shutil.rmtree(where, ignore_errors=True)
+
+
+def test_a_snapshot_path_relative_to_where_ansible_playbook_runs_is_found(in_checkout, tool):
+    # docs/operations.md's form, typed at the repository's root: -e etcd_snapshot=inventories/.../backups/FILE.
+    # A delegated stat reads a relative path against playbooks/, so before the fix the snapshot "did not exist".
+    (in_checkout / "hosts.yml").write_text(INVENTORY)
+    snapshot = _snapshot(in_checkout, damage=True)
+    relative = snapshot.relative_to(ROOT)
+    inventory = (in_checkout / "hosts.yml").relative_to(ROOT)
+    result = run([tool("ansible-playbook"), "-i", str(inventory), "playbooks/etcd_restore.yml", "-e", f"etcd_snapshot={relative}"],
+                 cwd=ROOT)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "does not exist on the controller" not in output, output
+    assert f"{snapshot} is damaged: its sha256 is" in output, output
+    assert "UNREACHABLE" not in output
+
+
+def test_a_missing_relative_snapshot_is_named_as_resolved(in_checkout, tool):
+    (in_checkout / "hosts.yml").write_text(INVENTORY)
+    missing = in_checkout / "backups" / "etcd-repairlab-20261125T101500Z.db"
+    result = run([tool("ansible-playbook"), "-i", str((in_checkout / "hosts.yml").relative_to(ROOT)), "playbooks/etcd_restore.yml",
+                  "-e", f"etcd_snapshot={missing.relative_to(ROOT)}"], cwd=ROOT)
+    output = result.stdout + result.stderr
+    assert f"{missing} does not exist on the controller" in output, output
+    assert "relative path is read from the directory ansible-playbook runs in" in output, output
