@@ -54,6 +54,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "slipway_operator_enabled": False,
     "slipway_hardening": "cis",
     "slipway_secrets_encryption": True,
+    "slipway_etcd_even_members_ok": False,
 }
 
 # slipway_* names that are ours but not settings of the model: the model's own fact, and the lab's
@@ -160,6 +161,68 @@ def _ip(value: Any) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
         return None
 
 
+# One DNS label (RFC 1123), lowercase: what Kubernetes and certificates take.
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# A DNS name is at most 253 characters (RFC 1035, without the final dot), each label at most 63.
+DNS_NAME_MAX = 253
+DNS_LABEL_MAX = 63
+# Node names: a Linux host name (at most 64 characters) and a Kubernetes node name (labels of at most 63).
+NODE_NAME_MAX = 63
+# The cluster's name: in kubeadm's clusterName, the kubeconfig contexts and the etcd snapshots' file names
+# (etcd-NAME-YYYYMMDDTHHMMSSZ.db.sha256, well below a file name's 255 bytes at this length).
+CLUSTER_NAME_MAX = 63
+# The API server's certificate names kubernetes.default.svc.DOMAIN, a DNS name of at most 253 characters.
+_SERVICE_FQDN_PREFIX = "kubernetes.default.svc."
+# kubespray's older group names, and what they are called now.
+OLD_GROUPS = {
+    "kube-master": GROUP_CONTROL_PLANE,
+    "kube_master": GROUP_CONTROL_PLANE,
+    "kube-node": GROUP_NODE,
+    "k8s-cluster": GROUP_K8S_CLUSTER,
+    "calico-rr": "calico_rr",
+}
+# A path written into a configuration file or a command line: no blank, quote or shell character.
+_SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/@%+=,:-]*$")
+# A registry as containerd names its directory under certs.d: host[:port] (or containerd's _default).
+_REGISTRY_HOST = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?$")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def dns_name_problem(name: Any, max_length: int = DNS_NAME_MAX, wildcard: bool = False) -> str | None:
+    """Why ``name`` is not a DNS name (RFC 1123 labels, lowercase or not), or None when it is one.
+    ``wildcard``: a leading ``*.`` is allowed (a certificate's SAN)."""
+    text = name.lower() if isinstance(name, str) else ""
+    if not text:
+        return "is empty" if isinstance(name, str) else f"is a {type(name).__name__}, not a name"
+    if len(text) > max_length:
+        return f"is {len(text)} characters long, more than the {max_length} allowed"
+    if wildcard and text.startswith("*."):
+        text = text[2:]
+    for label in text.split("."):
+        if len(label) > DNS_LABEL_MAX:
+            return f"has a label of {len(label)} characters ('{label[:16]}...'), more than DNS's {DNS_LABEL_MAX}"
+        if not _LABEL.match(label):
+            return "is not a DNS name (letters, digits and '-' in labels separated by '.')"
+    return None
+
+
+def address_problem(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """Why an address cannot be a node's (or a virtual IP): no host is reached at it. None when it can."""
+    if address.is_unspecified:
+        return "is the unspecified address, which means 'any' and is no host's own"
+    if address.is_multicast:
+        return "is a multicast address, which is a group's and no host's own"
+    if address.version == 4 and address == ipaddress.IPv4Address("255.255.255.255"):
+        return "is the broadcast address, which reaches every host and is no host's own"
+    if address.version == 4 and address in ipaddress.ip_network("240.0.0.0/4"):
+        return "is in 240.0.0.0/4, reserved and not routed"
+    return None
+
+
+def _bad_values(values: list[Any]) -> str:
+    return ", ".join(repr(str(value)) if isinstance(value, str) else repr(value) for value in values)
+
+
 def _group(groups: Mapping[str, Any], name: str) -> list[str]:
     return list(groups.get(name) or [])
 
@@ -235,10 +298,10 @@ def _node_address(col: _Collector, host: str, hostvars: Mapping[str, Any]) -> st
         if _ip(hostvars["ip"]) is None:
             col.error(f"host {host}", f"ip '{hostvars['ip']}' is not an IP address; set ip: to the node's IPv4 address")
             return ""
-        return str(_ip(hostvars["ip"]))
+        return _usable_address(col, host, "ip", _ip(hostvars["ip"]))
     ansible_host = hostvars.get("ansible_host")
     if ansible_host and _ip(ansible_host) is not None:
-        return str(_ip(ansible_host))
+        return _usable_address(col, host, "ansible_host", _ip(ansible_host))
     if ansible_host:
         col.error(
             f"host {host}",
@@ -250,15 +313,28 @@ def _node_address(col: _Collector, host: str, hostvars: Mapping[str, Any]) -> st
     return ""
 
 
+def _usable_address(col: _Collector, host: str, var: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    why = address_problem(address)
+    if why:
+        col.error(f"host {host}", f"{var} {address} {why}; set ip: to the node's own unicast address, e.g. "
+                  f"{'192.0.2.11' if address.version == 4 else '2001:db8::11'}")
+        return ""
+    return str(address)
+
+
 def _check_names(col: _Collector, hosts: list[str]) -> None:
     seen: dict[str, str] = {}
     for host in hosts:
-        if not _NODE_NAME.match(host) or len(host) > 253:
+        if not _NODE_NAME.match(host):
             col.error(
                 f"host {host}",
                 "is not a valid Kubernetes node name (lowercase letters, digits, '-' and '.'); "
                 "rename it in the inventory",
             )
+        elif len(host) > NODE_NAME_MAX:
+            col.error(f"host {host}", f"is {len(host)} characters long: it becomes the node's Linux host name (at most "
+                      f"64) and its Kubernetes node name (labels of at most 63); rename it in the inventory to at most "
+                      f"{NODE_NAME_MAX} characters")
         key = host.lower()
         if key in seen:
             col.error(f"host {host}", f"has the same hostname as host {seen[key]}; give each node a unique name")
@@ -277,7 +353,8 @@ def _check_addresses(col: _Collector, addresses: dict[str, str]) -> None:
             owners[address] = host
 
 
-def _check_etcd(col: _Collector, mode: str, control_planes: list[str], etcd_group: list[str]) -> list[str]:
+def _check_etcd(col: _Collector, mode: str, control_planes: list[str], etcd_group: list[str],
+                even_ok: bool = False) -> list[str]:
     if mode == "stacked":
         members = control_planes
         if etcd_group and set(etcd_group) != set(control_planes):
@@ -291,21 +368,40 @@ def _check_etcd(col: _Collector, mode: str, control_planes: list[str], etcd_grou
         members = etcd_group
         if not members:
             col.error("group etcd", "slipway_etcd_mode is external but the etcd group has no host; add 1, 3 or 5 hosts")
-    # An even count works (a replacement passes through one: add the new member, then remove the
-    # old), but it tolerates no more failures than one member less: a warning, not a stop.
+    # An even count tolerates no more failures than one member less, and a split into halves leaves neither
+    # side a quorum. A replacement passes through one (add the new member, then remove the old): the user says
+    # so with slipway_etcd_even_members_ok, and the model of a removal (``even_ok``) only warns.
     if members and len(members) % 2 == 0:
-        col.warn(
-            "group etcd" if mode == "external" else "group kube_control_plane",
-            f"etcd has {len(members)} members; an even number gives no extra fault tolerance "
-            f"and can split; use {len(members) - 1} or {len(members) + 1} (add or remove one)",
-        )
+        count = len(members)
+        where = "group etcd" if mode == "external" else "group kube_control_plane"
+        why = (f"etcd has {count} members: quorum is {count // 2 + 1} of {count}, so it survives no more failures "
+               f"than {count - 1} members would and a split into halves stops it")
+        if even_ok:
+            col.warn(where, f"{why}; use {count - 1} or {count + 1} (add or remove one)")
+        else:
+            col.error(where, f"{why}; use {count - 1} or {count + 1} "
+                      f"{'etcd hosts' if mode == 'external' else 'control planes'}, or set "
+                      "slipway_etcd_even_members_ok: true if you mean it (e.g. for the step between adding a new "
+                      "member and removing the old one)")
     return members
 
 
 def _check_networks(col, pod, service, node_mask, addresses, node_count, vip):
     if pod is not None and service is not None and pod.version == service.version and pod.overlaps(service):
         col.error("slipway_pod_cidr", f"{pod} overlaps slipway_service_cidr {service}; choose ranges that do not overlap")
-    # Single-stack clusters: the networks and the nodes' addresses are of one address family.
+    # Single-stack clusters: the networks and the nodes' addresses are of one address family. Every setting
+    # of the wrong family is named, not only the first.
+    node_families = {_ip(address).version for address in addresses.values() if address}
+    if len(node_families) == 1:
+        nodes_family = node_families.pop()
+        examples = {("slipway_pod_cidr", 4): "10.233.64.0/18", ("slipway_pod_cidr", 6): "fd00:10:233::/56",
+                    ("slipway_service_cidr", 4): "10.233.0.0/18", ("slipway_service_cidr", 6): "fd00:10:96::/108"}
+        for var, net in (("slipway_pod_cidr", pod), ("slipway_service_cidr", service)):
+            if net is not None and net.version != nodes_family:
+                col.error(var, f"{net} is IPv{net.version} but the nodes' addresses are IPv{nodes_family}; a "
+                          f"single-stack cluster uses one address family: set an IPv{nodes_family} range, e.g. "
+                          f"{examples[(var, nodes_family)]}")
+        return _check_network_sizes(col, pod, service, node_mask, addresses, node_count, vip)
     if pod is not None and service is not None and pod.version != service.version:
         col.error("slipway_service_cidr", f"{service} is IPv{service.version} but slipway_pod_cidr {pod} is IPv{pod.version}; "
                   "a single-stack cluster uses one address family: choose both of the nodes' family")
@@ -315,6 +411,10 @@ def _check_networks(col, pod, service, node_mask, addresses, node_count, vip):
         col.error("slipway_service_cidr" if service is not None else "slipway_pod_cidr",
                   f"is IPv{family} but the address of host {', '.join(other)} is not; a single-stack cluster uses one "
                   "address family: give the nodes addresses of the networks' family (ip:) or change the networks")
+    return _check_network_sizes(col, pod, service, node_mask, addresses, node_count, vip)
+
+
+def _check_network_sizes(col, pod, service, node_mask, addresses, node_count, vip):
     for var, net in (("slipway_pod_cidr", pod), ("slipway_service_cidr", service)):
         if net is None:
             continue
@@ -365,6 +465,12 @@ def _check_networks(col, pod, service, node_mask, addresses, node_count, vip):
 def _endpoint(col, mode, settings, control_planes, addresses, lb_hosts):
     """Where kubeadm, kubelets and kubeconfigs reach the API servers."""
     raw = str(settings.get("slipway_control_plane_endpoint") or "").strip()
+    scheme = _SCHEME.match(raw)
+    if scheme and mode in ("vip", "external"):
+        # kubeadm's controlPlaneEndpoint is host[:port]: the URL's address is what it means.
+        written, raw = raw, raw[scheme.end():].split("/", 1)[0]
+        col.error("slipway_control_plane_endpoint", f"'{written}' is a URL; drop the scheme ({scheme.group(0)}) and "
+                  f"any path: set it to {raw or 'ADDRESS[:PORT]'}")
     lb_port = _port(col, "slipway_lb_port", settings.get("slipway_lb_port"))
     api_port = _port(col, "slipway_apiserver_port", settings.get("slipway_apiserver_port"))
     first_cp = control_planes[0] if control_planes else ""
@@ -384,6 +490,9 @@ def _endpoint(col, mode, settings, control_planes, addresses, lb_hosts):
             col.error("slipway_control_plane_endpoint", "slipway_lb_mode is vip: set it to the virtual IP, e.g. 10.0.0.250")
         elif vip is None:
             col.error("slipway_control_plane_endpoint", f"'{host}' is not an IP address; the vip mode needs a virtual IP")
+        elif address_problem(vip):
+            col.error("slipway_control_plane_endpoint", f"{vip} {address_problem(vip)}; choose an unused unicast "
+                      "address of the load balancers' network for the virtual IP")
         elif str(vip) in addresses.values():
             owner = next(h for h, a in addresses.items() if a == str(vip))
             col.error("slipway_control_plane_endpoint", f"{vip} is host {owner}'s address; choose an unused address for the virtual IP")
@@ -395,8 +504,12 @@ def _endpoint(col, mode, settings, control_planes, addresses, lb_hosts):
         host, port = _parse_endpoint(raw, api_port)
         if not raw:
             col.error("slipway_control_plane_endpoint", "slipway_lb_mode is external: set it to your load balancer's address[:port]")
-        elif _ip(host) is None and not _HOSTNAME.match(host.lower()):
-            col.error("slipway_control_plane_endpoint", f"'{host}' is neither an IP address nor a DNS name")
+        elif _ip(host) is None and dns_name_problem(host):
+            col.error("slipway_control_plane_endpoint", f"'{host[:80]}' is neither an IP address nor a DNS name: it "
+                      f"{dns_name_problem(host)}; set your load balancer's address[:port], e.g. lb.example.com:6443")
+        elif _ip(host) is not None and address_problem(_ip(host)):
+            col.error("slipway_control_plane_endpoint", f"{_ip(host)} {address_problem(_ip(host))}; set your load "
+                      "balancer's own address[:port]")
         if port is None:
             col.error("slipway_control_plane_endpoint", f"'{raw}' has an invalid port; use ADDRESS or ADDRESS:PORT")
         endpoint.update(host=host, port=port or api_port, external_host=host, external_port=port or api_port, lb_hosts=[])
@@ -503,14 +616,72 @@ def _check_registries(col: _Collector, role: Mapping[str, Any]) -> None:
                 continue
             for url in urls:
                 _check_url(col, var, url, "https://mirror.example:5000")
+        bad = [registry for registry in mirrors if not _registry_host(registry)]
+        if bad:
+            col.error("containerd_registry_mirrors", f"has the key(s) {_bad_values(bad)}, not registry hosts: each "
+                      "key names a directory under /etc/containerd/certs.d; write host[:port] without a scheme or path, "
+                      "like docker.io or registry.example:5000 (or _default)")
     insecure = role["containerd_insecure_registries"]
     if not isinstance(insecure, list) or not all(isinstance(item, str) and item.strip() for item in insecure):
         col.error("containerd_insecure_registries", f"'{insecure}' is not a list of registry hosts (host[:port])")
+    else:
+        bad = [registry for registry in insecure if not _registry_host(registry)]
+        if bad:
+            col.error("containerd_insecure_registries", f"{_bad_values(bad)} not registry hosts; write host[:port] "
+                      "without a scheme or path, like registry.example:5000")
     auths = role["containerd_registry_auths"]
+    if isinstance(auths, Mapping):
+        bad = [registry for registry in auths if not _registry_host(registry)]
+        if bad:
+            col.error("containerd_registry_auths", f"has the key(s) {_bad_values(bad)}, not registry hosts; write "
+                      "host[:port] without a scheme or path, like registry.example:5000")
     if not isinstance(auths, Mapping) or not all(
             isinstance(auth, Mapping) and {"username", "password"} <= set(auth) for auth in auths.values()):
         # Never the value: it holds passwords.
         col.error("containerd_registry_auths", "is not a mapping of registry host to {username: ..., password: ...}")
+
+
+def _registry_host(registry: Any) -> bool:
+    return isinstance(registry, str) and (registry == "_default" or bool(_REGISTRY_HOST.match(registry)))
+
+
+def _check_cert_sans(col: _Collector, sans: Any) -> None:
+    """Extra names of the API server's certificate (kubeadm's certSANs): each a DNS name or an IP address."""
+    if not isinstance(sans, list):
+        col.error("control_plane_cert_sans", f"is a {type(sans).__name__}; set a list of DNS names and IP addresses, "
+                  "like [api.example.com, 192.0.2.10]")
+        return
+    bad = [san for san in sans if not (isinstance(san, str) and _ip(san) is not None and san.strip() == san)
+           and dns_name_problem(san, wildcard=True)]
+    if bad:
+        col.error("control_plane_cert_sans", f"{_bad_values(bad)} {'is' if len(bad) == 1 else 'are'} neither a DNS "
+                  "name nor an IP address, which is all a certificate's subject alternative name holds; write each as "
+                  "a DNS name (api.example.com, *.example.com) or an IP address (192.0.2.10)")
+
+
+def _coredns_upstream(value: Any) -> bool:
+    """One of CoreDNS's forward destinations as the role writes them: IP, IP:port, [IPv6]:port, or a resolv.conf path."""
+    if not isinstance(value, str) or value != value.strip() or not value:
+        return False
+    if value.startswith("/"):
+        return bool(_SAFE_PATH.match(value))
+    if _ip(value) is not None:
+        return True
+    host, port = _parse_endpoint(value, 53)
+    bracketed = value.startswith("[") or value.count(":") == 1
+    return bracketed and port is not None and _ip(host) is not None
+
+
+def _check_coredns_upstreams(col: _Collector, upstreams: Any) -> None:
+    if not isinstance(upstreams, list):
+        col.error("control_plane_coredns_upstreams", f"is a {type(upstreams).__name__}; set a list of resolvers, like "
+                  "[192.0.2.53, '192.0.2.54:5353'], or [] to answer inside the cluster only")
+        return
+    bad = [upstream for upstream in upstreams if not _coredns_upstream(upstream)]
+    if bad:
+        col.error("control_plane_coredns_upstreams", f"{_bad_values(bad)} {'is' if len(bad) == 1 else 'are'} not a "
+                  "resolver CoreDNS forwards to; write each as an IP address with an optional port (192.0.2.53, "
+                  "192.0.2.53:5353, [2001:db8::53]:53) or the path of a resolv.conf on the nodes (/etc/resolv.conf)")
 
 
 def _check_roles(col: _Collector, role: Mapping[str, Any], lb_mode: str, cni: str, kubesphere: bool,
@@ -551,6 +722,10 @@ def _check_roles(col: _Collector, role: Mapping[str, Any], lb_mode: str, cni: st
         if len(str(role["loadbalancer_keepalived_auth_pass"] or "")) > 8:
             col.error("loadbalancer_keepalived_auth_pass", "is longer than 8 characters, and VRRP ignores the rest; "
                       "shorten it")
+        # Written unquoted into keepalived.conf. Never the value: it is a password.
+        if not re.match(r"^[A-Za-z0-9._+=@%^&*,:-]*$", str(role["loadbalancer_keepalived_auth_pass"] or "")):
+            col.error("loadbalancer_keepalived_auth_pass", "has a blank, a quote or a character keepalived.conf reads "
+                      "as a comment or block ('#', '!', '{', '}'); use letters, digits and . _ + = @ % ^ & * , : -")
         if len(lb_hosts) > 100:
             col.error("group loadbalancer", f"has {len(lb_hosts)} hosts; keepalived takes at most 100")
     _check_registries(col, role)
@@ -561,6 +736,11 @@ def _check_roles(col: _Collector, role: Mapping[str, Any], lb_mode: str, cni: st
             col.error(name, f"'{role[name]}' is not a duration; set one such as 15m or 1h")
     if not str(role["etcd_pki_dir"] or "").startswith("/"):
         col.error("etcd_pki_dir", f"'{role['etcd_pki_dir']}' is not an absolute path; set a directory such as /etc/etcd/pki")
+    elif not _SAFE_PATH.match(str(role["etcd_pki_dir"])):
+        col.error("etcd_pki_dir", f"'{role['etcd_pki_dir']}' has a character a path in etcd's unit and command lines "
+                  "cannot hold (blanks, quotes, ;, $, `, ...); set a directory such as /etc/etcd/pki")
+    _check_cert_sans(col, role["control_plane_cert_sans"])
+    _check_coredns_upstreams(col, role["control_plane_coredns_upstreams"])
     _check_operator(col, role)
     _int(col, "metrics_server_replicas", role["metrics_server_replicas"], 1, 1000, "a number of replicas; set 1 or more")
     types = role["metrics_server_kubelet_preferred_address_types"]
@@ -643,6 +823,79 @@ def _check_kubespray(col: _Collector, given: Mapping[str, Any], effective: Mappi
     return accepted
 
 
+_PRERELEASE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)[-+](\S+)$")
+
+
+def _prerelease_message(text: str, match: re.Match) -> str:
+    from ansible_collections.slipway.cluster.plugins.module_utils._artifacts import KUBERNETES_RELEASES
+
+    minor = f"{match.group(1)}.{match.group(2)}"
+    if minor in KUBERNETES_RELEASES:
+        release = f"{minor}.{KUBERNETES_RELEASES[minor]}"
+    else:
+        newest = SUPPORTED_KUBERNETES_MINORS[-1]
+        release = f"{newest}.{KUBERNETES_RELEASES.get(newest, 0)}"
+    return (f"'{text}' is a pre-release or build ({match.group(4)}) of {minor}.{match.group(3)}; slipway.cluster "
+            f"installs released versions only: set a release such as {release}")
+
+
+def _check_names_of_the_cluster(col: _Collector, settings: Mapping[str, Any]) -> None:
+    """The DNS domain and the cluster's name, against the limits of what takes them."""
+    domain = settings["slipway_dns_domain"]
+    longest = DNS_NAME_MAX - len(_SERVICE_FQDN_PREFIX)
+    why = dns_name_problem(domain)
+    if why and why.startswith("has a label"):
+        col.error("slipway_dns_domain", f"'{str(domain)[:80]}' {why}; set a DNS domain like cluster.local")
+    elif why and "characters long" not in why:
+        col.error("slipway_dns_domain", f"'{str(domain)[:80]}' is not a DNS domain; set it like cluster.local")
+    elif len(str(domain).strip()) > longest:
+        col.error("slipway_dns_domain", f"is {len(str(domain).strip())} characters long; the API server's certificate "
+                  f"names {_SERVICE_FQDN_PREFIX}DOMAIN, which DNS limits to {DNS_NAME_MAX}: use at most {longest} "
+                  "characters, like cluster.local")
+    name = str(settings["slipway_cluster_name"])
+    if not re.match(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", name):
+        col.error("slipway_cluster_name", f"'{name[:80]}' is not a name; use letters, digits, '-', '_' and '.'")
+    elif len(name) > CLUSTER_NAME_MAX:
+        col.error("slipway_cluster_name", f"is {len(name)} characters long; it names kubeadm's cluster, the kubeconfig "
+                  f"contexts and the etcd snapshot files (etcd-NAME-TIME.db): use at most {CLUSTER_NAME_MAX}")
+
+
+_CLUSTER_GROUPS = (GROUP_CONTROL_PLANE, GROUP_NODE, GROUP_ETCD, GROUP_LB)
+_WHERE_TO_PUT = (f"put it in {GROUP_CONTROL_PLANE} (a control plane), {GROUP_NODE} (a worker), {GROUP_ETCD} (an "
+                 f"external etcd member) or {GROUP_LB} (a vip load balancer)")
+
+
+def _check_unused_hosts(col: _Collector, groups: Mapping[str, Any], used: list[str]) -> None:
+    """A host of the inventory in no group the cluster uses is not silently dropped: one in no group, in kubespray's
+    older groups or in a misspelt one is an error; one the user put in a group of their own only (a spare machine,
+    a bastion) is a warning."""
+    used_set = set(used) | set(_group(groups, GROUP_CONTROL_PLANE)) | set(_group(groups, GROUP_NODE))
+    for host in _group(groups, "all"):
+        if host in used_set:
+            continue
+        member_of = sorted(name for name, members in groups.items()
+                           if name not in ("all", "ungrouped") and host in (members or []))
+        hints = []
+        for name in member_of:
+            if name in OLD_GROUPS:
+                hints.append(f"{name} is kubespray's older name of {OLD_GROUPS[name]}")
+            elif name == GROUP_K8S_CLUSTER:
+                hints.append(f"{GROUP_K8S_CLUSTER} is made of {GROUP_CONTROL_PLANE} and {GROUP_NODE}, it is in neither")
+            else:
+                close = difflib.get_close_matches(name, _CLUSTER_GROUPS + (GROUP_K8S_CLUSTER,), n=1, cutoff=0.75)
+                if close:
+                    hints.append(f"{name} is not {close[0]}")
+        own = [name for name in member_of if name not in OLD_GROUPS and name != GROUP_K8S_CLUSTER
+               and not difflib.get_close_matches(name, _CLUSTER_GROUPS + (GROUP_K8S_CLUSTER,), n=1, cutoff=0.75)]
+        where = f" (in {', '.join(member_of)}: {'; '.join(hints)})" if hints else ""
+        if hints or not own:
+            col.error(f"host {host}", f"is in no group the cluster uses{where}, so it would be left out; {_WHERE_TO_PUT}, "
+                      "or remove it from the inventory")
+        else:
+            col.warn(f"host {host}", f"is in no group the cluster uses (only in {', '.join(own)}) and gets nothing; "
+                     f"{_WHERE_TO_PUT} for it to be part of the cluster")
+
+
 def check_settings(settings: Mapping[str, Any], bundle: BundleReader | None = None) -> list[str]:
     """The settings and role variables alone, for a playbook that runs without an inventory (operator.yml and
     kubesphere.yml with a kubeconfig of the controller): raise ModelError with every problem, or return the warnings."""
@@ -702,13 +955,18 @@ def build_model(
                       + "; the plays on it would miss hosts: add k8s_cluster with the children kube_control_plane "
                       "and kube_node to the inventory (site.yml adds them by itself)")
     all_hosts = list(dict.fromkeys(cluster_hosts + etcd_group + lb_group))
+    _check_unused_hosts(col, groups, all_hosts)
     _check_names(col, all_hosts)
     addresses = {h: _node_address(col, h, hostvars.get(h, {})) for h in all_hosts}
     _check_addresses(col, addresses)
 
     parsed = parse_version(settings["slipway_kubernetes_version"])
     version = ""
-    if parsed is None:
+    prerelease = _PRERELEASE.match(str(settings["slipway_kubernetes_version"]).strip())
+    if prerelease:
+        col.error("slipway_kubernetes_version", _prerelease_message(str(settings["slipway_kubernetes_version"]).strip(),
+                                                                    prerelease))
+    elif parsed is None:
         col.error(
             "slipway_kubernetes_version",
             f"'{settings['slipway_kubernetes_version']}' is not a Kubernetes version; set it like 1.37.1",
@@ -735,7 +993,9 @@ def build_model(
     if lb_group and lb_mode in ("local_haproxy", "external"):
         col.warn("group loadbalancer", f"its hosts are only used with slipway_lb_mode vip; with {lb_mode} they get nothing")
 
-    etcd_members = _check_etcd(col, etcd_mode or "stacked", control_planes, etcd_group) if etcd_mode else []
+    even_ok = _bool(col, "slipway_etcd_even_members_ok", settings["slipway_etcd_even_members_ok"])
+    etcd_members = _check_etcd(col, etcd_mode or "stacked", control_planes, etcd_group,
+                               even_ok=even_ok or bool(exclude)) if etcd_mode else []
 
     artifacts = _artifacts(col, settings, source, version, bundle)
 
@@ -745,11 +1005,7 @@ def build_model(
                      "a prefix length; set a number such as 24")
     endpoint = _endpoint(col, lb_mode, settings, control_planes, addresses, lb_group)
     _check_networks(col, pod, service, node_mask, addresses, len(cluster_hosts), _ip(endpoint.get("vip") or ""))
-    if not _HOSTNAME.match(str(settings["slipway_dns_domain"]).lower()):
-        col.error("slipway_dns_domain", f"'{settings['slipway_dns_domain']}' is not a DNS domain; set it like cluster.local")
-    if not re.match(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", str(settings["slipway_cluster_name"])):
-        col.error("slipway_cluster_name", f"'{settings['slipway_cluster_name']}' is not a name; use letters, digits, "
-                  "'-', '_' and '.'")
+    _check_names_of_the_cluster(col, settings)
     if source == "mirror" and settings.get("slipway_artifacts_mirror_url"):
         _check_url(col, "slipway_artifacts_mirror_url", settings["slipway_artifacts_mirror_url"], "https://files.example")
     registry = str(settings.get("slipway_artifacts_registry_mirror") or "")

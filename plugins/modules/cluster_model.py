@@ -27,7 +27,7 @@ options:
       - Known settings are C(slipway_cluster_name), C(slipway_kubernetes_version), C(slipway_dns_domain),
         C(slipway_pod_cidr), C(slipway_service_cidr), C(slipway_node_cidr_mask_size), C(slipway_lb_mode),
         C(slipway_lb_port), C(slipway_apiserver_port), C(slipway_control_plane_endpoint), C(slipway_cni),
-        C(slipway_etcd_mode), C(slipway_artifacts_source), C(slipway_artifacts_bundle_dir),
+        C(slipway_etcd_mode), C(slipway_etcd_even_members_ok), C(slipway_artifacts_source), C(slipway_artifacts_bundle_dir),
         C(slipway_artifacts_mirror_url), C(slipway_artifacts_registry_mirror), C(slipway_kubesphere_enabled),
         C(slipway_operator_enabled), C(slipway_hardening) and C(slipway_secrets_encryption). docs/preflight.md
         describes each.

@@ -84,19 +84,38 @@ def test_empty_control_plane_group_with_workers_only_is_one_clear_problem():
 
 
 @pytest.mark.parametrize("cps", [["cp1", "cp2"], ["cp1", "cp2", "cp3", "w1"]])
-def test_even_number_of_stacked_etcd_members_is_a_warning(cps):
+def test_an_even_number_of_stacked_etcd_members_is_refused_with_the_reason(cps):
+    found = one_problem({"kube_control_plane": cps, "kube_node": ["w2"]})
+    count = len(cps)
+    assert found.startswith(f"group kube_control_plane: etcd has {count} members: quorum is {count // 2 + 1} of {count}")
+    assert f"use {count - 1} or {count + 1} control planes, or set slipway_etcd_even_members_ok: true" in found
+
+
+@pytest.mark.parametrize("ok", [True, "true", "yes"])
+def test_an_even_number_of_etcd_members_the_user_means_is_a_warning(ok):
     # A replacement passes through an even count (add the new control plane, then remove the old).
-    model = build({"kube_control_plane": cps, "kube_node": ["w2"]})
+    model = build({"kube_control_plane": ["cp1", "cp2"], "kube_node": ["w2"]}, slipway_etcd_even_members_ok=ok)
     assert len(model["warnings"]) == 1
-    warning = model["warnings"][0]
-    assert warning.startswith(f"group kube_control_plane: etcd has {len(cps)} members")
-    assert f"use {len(cps) - 1} or {len(cps) + 1}" in warning
+    assert model["warnings"][0].startswith("group kube_control_plane: etcd has 2 members")
+    assert "use 1 or 3" in model["warnings"][0]
 
 
-def test_even_number_of_external_etcd_members_is_a_warning():
+def test_an_even_number_of_external_etcd_members_is_refused_naming_the_etcd_group():
     groups = {**GOOD_GROUPS, "etcd": ["cp1", "cp2"]}
-    model = build(groups, slipway_etcd_mode="external")
-    assert model["warnings"][0].startswith("group etcd: etcd has 2 members")
+    assert one_problem(groups, slipway_etcd_mode="external").startswith("group etcd: etcd has 2 members")
+    assert build(groups, slipway_etcd_mode="external", slipway_etcd_even_members_ok=True)["warnings"][0].startswith(
+        "group etcd: etcd has 2 members")
+
+
+def test_the_model_after_a_removal_only_warns_of_an_even_count():
+    model = build_model(GOOD_GROUPS, GOOD_HOSTVARS, {}, exclude=["cp3"])
+    assert model["etcd_members"] == ["cp1", "cp2"]
+    assert model["warnings"][0].startswith("group kube_control_plane: etcd has 2 members")
+
+
+def test_the_even_members_setting_is_a_boolean():
+    assert "slipway_etcd_even_members_ok: 'sure' is not a boolean; set true or false" in problems(
+        slipway_etcd_even_members_ok="sure")
 
 
 def test_excluded_hosts_are_left_out_as_if_not_listed():
@@ -624,8 +643,8 @@ def test_the_vrrp_router_id_is_the_models():
 
 def test_networks_and_node_addresses_of_different_address_families_are_named():
     assert one_problem(slipway_pod_cidr="fd00:10::/56", slipway_node_cidr_mask_size=64) == (
-        "slipway_service_cidr: 10.233.0.0/18 is IPv4 but slipway_pod_cidr fd00:10::/56 is IPv6; a single-stack cluster "
-        "uses one address family: choose both of the nodes' family")
+        "slipway_pod_cidr: fd00:10::/56 is IPv6 but the nodes' addresses are IPv4; a single-stack cluster uses one "
+        "address family: set an IPv4 range, e.g. 10.233.64.0/18")
     hostvars = {**GOOD_HOSTVARS, "w2": {"ansible_host": "2001:db8::22"}}
     assert one_problem(None, hostvars) == (
         "slipway_service_cidr: is IPv4 but the address of host w2 is not; a single-stack cluster uses one address "
@@ -692,3 +711,206 @@ def test_etcd_client_urls_are_one_per_member_with_ipv6_in_brackets():
     model = build(None, IPV6, **settings)
     assert model["etcd_client_urls"] == [f"https://[{model['nodes'][m]['address']}]:2379" for m in model["etcd_members"]]
     assert model["etcd_client_urls"][0].startswith("https://[2001:db8::")
+
+
+# Issue 29: the values that end up in a certificate, a configuration file or a command line, the limits of what
+# takes each name, hosts the cluster would leave out, addresses no host has, URLs and pre-releases.
+
+@pytest.mark.parametrize("sans, bad", [
+    (["`reboot`"], "'`reboot`' is"),
+    (["api.example.com", "$(reboot)", "192.0.2.10", "a b"], "'$(reboot)', 'a b' are"),
+    (["x" * 64 + ".example.com"], f"'{'x' * 64}.example.com' is"),
+    (["api.example.com;reboot"], "'api.example.com;reboot' is"),
+    ([" 192.0.2.10"], "' 192.0.2.10' is"),
+    ([42], "42 is"),
+])
+def test_certificate_sans_are_dns_names_or_ip_addresses(sans, bad):
+    assert one_problem(control_plane_cert_sans=sans) == (
+        f"control_plane_cert_sans: {bad} neither a DNS name nor an IP address, which is all a certificate's subject "
+        "alternative name holds; write each as a DNS name (api.example.com, *.example.com) or an IP address (192.0.2.10)")
+
+
+@pytest.mark.parametrize("sans", [["api.example.com", "*.apps.example.com", "192.0.2.10", "2001:db8::10", "API.Example.com"], []])
+def test_good_certificate_sans_pass(sans):
+    build(control_plane_cert_sans=sans)
+
+
+def test_certificate_sans_not_a_list():
+    assert one_problem(control_plane_cert_sans="api.example.com").startswith(
+        "control_plane_cert_sans: is a str; set a list of DNS names and IP addresses")
+
+
+@pytest.mark.parametrize("upstreams, bad", [
+    (["8.8.8.8; reboot"], "'8.8.8.8; reboot' is"),
+    (["8.8.8.8", "dns.example.com", "tls://1.1.1.1", "1.1.1.1:99999"], "'dns.example.com', 'tls://1.1.1.1', '1.1.1.1:99999' are"),
+    (["2001:db8::53:53"], None),
+    (["/etc/resolv.conf }"], "'/etc/resolv.conf }' is"),
+    (["192.0.2.53 192.0.2.54"], "'192.0.2.53 192.0.2.54' is"),
+])
+def test_coredns_upstreams_are_ip_addresses_with_an_optional_port(upstreams, bad):
+    if bad is None:  # an IPv6 address is one, whatever its last group looks like
+        build(control_plane_coredns_upstreams=upstreams)
+        return
+    assert one_problem(control_plane_coredns_upstreams=upstreams) == (
+        f"control_plane_coredns_upstreams: {bad} not a resolver CoreDNS forwards to; write each as an IP address with "
+        "an optional port (192.0.2.53, 192.0.2.53:5353, [2001:db8::53]:53) or the path of a resolv.conf on the nodes "
+        "(/etc/resolv.conf)")
+
+
+@pytest.mark.parametrize("upstreams", [["/etc/resolv.conf"], ["192.0.2.53", "192.0.2.54:5353", "[2001:db8::53]:53"], []])
+def test_good_coredns_upstreams_pass(upstreams):
+    build(control_plane_coredns_upstreams=upstreams)
+
+
+@pytest.mark.parametrize("settings, expected", [
+    ({"etcd_pki_dir": "/etc/etcd/pki; reboot"}, "etcd_pki_dir: '/etc/etcd/pki; reboot' has a character a path in etcd's"),
+    ({"etcd_pki_dir": "/etc/my pki"}, "etcd_pki_dir: '/etc/my pki' has a character"),
+    ({"containerd_insecure_registries": ["registry.example:5000", "http://r.example", "r.example/path"]},
+     "containerd_insecure_registries: 'http://r.example', 'r.example/path' not registry hosts; write host[:port]"),
+    ({"containerd_registry_mirrors": {"https://docker.io": ["https://mirror.example"]}},
+     "containerd_registry_mirrors: has the key(s) 'https://docker.io', not registry hosts"),
+    ({"containerd_registry_auths": {"../etc": {"username": "u", "password": "p"}}},
+     "containerd_registry_auths: has the key(s) '../etc', not registry hosts"),
+    ({"slipway_lb_mode": "vip", "slipway_control_plane_endpoint": "10.0.0.250", "loadbalancer_keepalived_auth_pass": "a b#"},
+     "loadbalancer_keepalived_auth_pass: has a blank, a quote or a character keepalived.conf reads as a comment"),
+])
+def test_values_written_into_files_and_command_lines_are_checked_for_what_they_are(settings, expected):
+    found = one_problem(**settings)
+    assert found.startswith(expected), found
+    assert "a b#" not in found  # never the password
+
+
+def test_good_registry_hosts_pass():
+    build(containerd_insecure_registries=["registry.example:5000", "192.0.2.5:5000", "[2001:db8::5]:5000"],
+          containerd_registry_mirrors={"docker.io": ["https://m.example"], "_default": ["https://m.example"]})
+
+
+@pytest.mark.parametrize("settings, expected", [
+    ({"slipway_dns_domain": "a" * 1000}, "slipway_dns_domain: is 1000 characters long; the API server's certificate "
+     "names kubernetes.default.svc.DOMAIN, which DNS limits to 253: use at most 230 characters"),
+    ({"slipway_dns_domain": "x" * 64 + ".local"}, f"slipway_dns_domain: '{'x' * 64}.local' has a label of 64 characters"),
+    ({"slipway_dns_domain": "y." * 116}, "slipway_dns_domain: 'y.y.y."),
+    ({"slipway_cluster_name": "c" * 1000}, "slipway_cluster_name: is 1000 characters long; it names kubeadm's cluster, "
+     "the kubeconfig contexts and the etcd snapshot files (etcd-NAME-TIME.db): use at most 63"),
+    ({"slipway_cluster_name": "my cluster; reboot"}, "slipway_cluster_name: 'my cluster; reboot' is not a name"),
+])
+def test_names_have_the_limits_of_what_takes_them(settings, expected):
+    assert one_problem(**settings).startswith(expected)
+
+
+def test_the_longest_names_pass():
+    build(slipway_dns_domain=("a" * 63 + ".") * 3 + "b" * 38, slipway_cluster_name="c" * 63)
+    assert len(("a" * 63 + ".") * 3 + "b" * 38) == 230
+
+
+@pytest.mark.parametrize("length, ok", [(63, True), (64, False), (70, False)])
+def test_a_node_name_is_at_most_63_characters(length, ok):
+    name = "w" * length
+    groups = {"kube_control_plane": ["cp1"], "kube_node": [name]}
+    hostvars = {"cp1": {"ansible_host": "10.0.0.1"}, name: {"ansible_host": "10.0.0.2"}}
+    if ok:
+        build(groups, hostvars)
+    else:
+        assert one_problem(groups, hostvars) == (
+            f"host {name}: is {length} characters long: it becomes the node's Linux host name (at most 64) and its "
+            "Kubernetes node name (labels of at most 63); rename it in the inventory to at most 63 characters")
+
+
+@pytest.mark.parametrize("var, address, why", [
+    ("ip", "0.0.0.0", "is the unspecified address"),
+    ("ansible_host", "::", "is the unspecified address"),
+    ("ip", "224.0.0.5", "is a multicast address"),
+    ("ip", "ff02::1", "is a multicast address"),
+    ("ip", "255.255.255.255", "is the broadcast address"),
+    ("ansible_host", "240.0.0.1", "is in 240.0.0.0/4"),
+])
+def test_a_node_address_no_host_can_have_is_refused(var, address, why):
+    hostvars = {**GOOD_HOSTVARS, "w2": {var: address}}
+    found = problems(None, hostvars)
+    assert f"host w2: {var} {address} {why}" in found[0], found
+    assert "set ip: to the node's own unicast address" in found[0]
+
+
+@pytest.mark.parametrize("vip, why", [("0.0.0.0", "is the unspecified address"), ("224.0.0.18", "is a multicast address"),
+                                      ("255.255.255.255", "is the broadcast address")])
+def test_a_virtual_ip_no_host_can_have_is_refused(vip, why):
+    found = one_problem(slipway_lb_mode="vip", slipway_control_plane_endpoint=vip)
+    assert found.startswith(f"slipway_control_plane_endpoint: {vip} {why}"), found
+    assert found.endswith("; choose an unused unicast address of the load balancers' network for the virtual IP")
+
+
+@pytest.mark.parametrize("mode, endpoint, fixed", [
+    ("external", "https://lb.example:6443", "lb.example:6443"),
+    ("external", "https://lb.example:6443/", "lb.example:6443"),
+    ("external", "tcp://192.0.2.80", "192.0.2.80"),
+    ("vip", "https://10.0.0.250:8443", "10.0.0.250:8443"),
+])
+def test_an_endpoint_written_as_a_url_gets_the_drop_the_scheme_hint(mode, endpoint, fixed):
+    scheme = endpoint.split("//")[0] + "//"
+    assert one_problem(slipway_lb_mode=mode, slipway_control_plane_endpoint=endpoint) == (
+        f"slipway_control_plane_endpoint: '{endpoint}' is a URL; drop the scheme ({scheme}) and any path: set it to {fixed}")
+
+
+def test_an_external_endpoint_name_over_dns_limits_is_named():
+    found = one_problem(slipway_lb_mode="external", slipway_control_plane_endpoint="l" * 64 + ".example:6443")
+    assert found.startswith("slipway_control_plane_endpoint: '" + "l" * 64 + ".example' is neither an IP address nor a "
+                            "DNS name: it has a label of 64 characters")
+
+
+@pytest.mark.parametrize("version, expected", [
+    ("1.37.0-rc.1", "'1.37.0-rc.1' is a pre-release or build (rc.1) of 1.37.0; slipway.cluster installs released "
+     "versions only: set a release such as 1.37.2"),
+    ("v1.36.0-alpha.3", "'v1.36.0-alpha.3' is a pre-release or build (alpha.3) of 1.36.0; slipway.cluster installs "
+     "released versions only: set a release such as 1.36.5"),
+    ("1.38.0-beta.0", "'1.38.0-beta.0' is a pre-release or build (beta.0) of 1.38.0; slipway.cluster installs released "
+     "versions only: set a release such as 1.37.2"),
+])
+def test_a_pre_release_version_gets_a_clear_message(version, expected):
+    assert one_problem(slipway_kubernetes_version=version) == f"slipway_kubernetes_version: {expected}"
+
+
+def test_every_network_of_the_wrong_address_family_is_named_in_one_run():
+    found = problems(slipway_pod_cidr="fd00:10::/56", slipway_service_cidr="fd00:96::/108", slipway_node_cidr_mask_size=64)
+    assert found == [
+        "slipway_pod_cidr: fd00:10::/56 is IPv6 but the nodes' addresses are IPv4; a single-stack cluster uses one "
+        "address family: set an IPv4 range, e.g. 10.233.64.0/18",
+        "slipway_service_cidr: fd00:96::/108 is IPv6 but the nodes' addresses are IPv4; a single-stack cluster uses one "
+        "address family: set an IPv4 range, e.g. 10.233.0.0/18",
+    ]
+
+
+def _with_all(groups):
+    every = sorted({host for members in groups.values() for host in members})
+    return {**groups, "all": every}
+
+
+@pytest.mark.parametrize("extra_groups, expected", [
+    ({"ungrouped": ["w3"]}, "host w3: is in no group the cluster uses, so it would be left out; put it in "
+     "kube_control_plane (a control plane), kube_node (a worker), etcd (an external etcd member) or loadbalancer (a vip "
+     "load balancer), or remove it from the inventory"),
+    ({"kube-node": ["w3"]}, "host w3: is in no group the cluster uses (in kube-node: kube-node is kubespray's older name "
+     "of kube_node), so it would be left out"),
+    ({"kube-master": ["w3"]}, "host w3: is in no group the cluster uses (in kube-master: kube-master is kubespray's older "
+     "name of kube_control_plane)"),
+    ({"kube_nodes": ["w3"]}, "host w3: is in no group the cluster uses (in kube_nodes: kube_nodes is not kube_node)"),
+    ({"k8s_cluster": ["w3"]}, "host w3: is in no group the cluster uses (in k8s_cluster: k8s_cluster is made of "
+     "kube_control_plane and kube_node, it is in neither)"),
+])
+def test_a_host_in_no_group_the_cluster_uses_is_named_with_where_it_could_go(extra_groups, expected):
+    groups = _with_all({**GOOD_GROUPS, **extra_groups})
+    hostvars = {**GOOD_HOSTVARS, "w3": {"ansible_host": "10.0.0.23"}}
+    found = one_problem(groups, hostvars)
+    assert found.startswith(expected), found
+
+
+def test_every_left_out_host_is_named_in_one_run():
+    groups = _with_all({**GOOD_GROUPS, "kube-node": ["w3", "w4"], "ungrouped": ["w5"]})
+    assert [p.split(":")[0] for p in problems(groups)] == ["host w3", "host w4", "host w5"]
+
+
+def test_a_host_only_in_a_group_of_the_users_own_is_a_warning():
+    # A spare machine or a bastion: the user put it there on purpose, and is told it gets nothing.
+    model = build(_with_all({**GOOD_GROUPS, "bastion": ["b1"]}))
+    assert model["warnings"] == ["host b1: is in no group the cluster uses (only in bastion) and gets nothing; put it in "
+                                 "kube_control_plane (a control plane), kube_node (a worker), etcd (an external etcd "
+                                 "member) or loadbalancer (a vip load balancer) for it to be part of the cluster"]
