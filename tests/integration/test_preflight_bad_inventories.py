@@ -162,3 +162,89 @@ def test_kubesprays_sample_with_the_named_settings_fixed_passes_the_model(tmp_pa
     # The model passed: the run went on to read the hosts (which do not answer here).
     assert "Read each node's facts" in output
     assert "kubespray settings not read, as slipway.cluster does the same already" in output
+
+
+# Issue 29: the broken inventories a second round of new users tried that reached the hosts, changed them, or
+# dropped a host without a word. Each stops before any contact, naming every mistake of its family in one run.
+# (name, the inventory, extra arguments, group_vars files, the expected problems, in any order)
+LONG_NODE = "w" * 70
+PROBES = [
+    ("values no shell should see", GOOD_INVENTORY,
+     ["-e", '{"control_plane_cert_sans": ["`reboot`", "api.example.com"], '
+            '"control_plane_coredns_upstreams": ["8.8.8.8; reboot", "192.0.2.53:53"]}'], {},
+     ["control_plane_cert_sans: '`reboot`' is neither a DNS name nor an IP address",
+      "control_plane_coredns_upstreams: '8.8.8.8; reboot' is not a resolver CoreDNS forwards to; write each as an IP "
+      "address with an optional port"]),
+    ("names over their limits", GOOD_INVENTORY.replace("w1", LONG_NODE),
+     ["-e", "slipway_dns_domain=" + "d" * 1000, "-e", "slipway_cluster_name=" + "c" * 1000], {},
+     ["slipway_dns_domain: is 1000 characters long; the API server's certificate names kubernetes.default.svc.DOMAIN",
+      "slipway_cluster_name: is 1000 characters long",
+      f"host {LONG_NODE}: is 70 characters long: it becomes the node's Linux host name (at most 64)"]),
+    ("hosts in no group the cluster uses",
+     GOOD_INVENTORY.replace("    w1: {ansible_host: 192.0.2.21}\n",
+                            "    w1: {ansible_host: 192.0.2.21}\n    w2: {ansible_host: 192.0.2.22}\n"
+                            "    w3: {ansible_host: 192.0.2.23}\n")
+     .replace("    kube_node: {hosts: {w1: {}}}\n", "    kube_node: {hosts: {w1: {}}}\n    kube-node: {hosts: {w3: {}}}\n"),
+     [], {},
+     ["host w2: is in no group the cluster uses, so it would be left out; put it in kube_control_plane (a control "
+      "plane), kube_node (a worker)",
+      "host w3: is in no group the cluster uses (in kube-node: kube-node is kubespray's older name of kube_node)"]),
+    ("addresses no node can have",
+     GOOD_INVENTORY.replace("cp1: {ansible_host: 192.0.2.11}", "cp1: {ansible_host: 192.0.2.11, ip: 0.0.0.0}")
+     .replace("w1: {ansible_host: 192.0.2.21}", "w1: {ansible_host: 224.0.0.1}"), [], {},
+     ["host cp1: ip 0.0.0.0 is the unspecified address", "host w1: ansible_host 224.0.0.1 is a multicast address"]),
+    ("two control planes", GOOD_INVENTORY.replace("kube_control_plane: {hosts: {cp1: {}}}",
+                                                  "kube_control_plane: {hosts: {cp1: {}, w1: {}}}"), [], {},
+     ["group kube_control_plane: etcd has 2 members: quorum is 2 of 2, so it survives no more failures than 1 members "
+      "would and a split into halves stops it; use 1 or 3 control planes, or set slipway_etcd_even_members_ok: true"]),
+    ("YAML errors in group_vars", GOOD_INVENTORY, [],
+     {"all/cluster.yml": "slipway_lb_mode: vip\nfoo: [a, b\nbar: 1\n", "kube_node.yml": "a: 1\n b: 2\n"},
+     ["group_vars/all/cluster.yml line 3, column 4: expected ',' or ']', but got ':' (while parsing a flow sequence on "
+      "line 2, column 6); fix the YAML there",
+      "group_vars/kube_node.yml line 2, column 3: mapping values are not allowed here"]),
+    ("an endpoint written as a URL", GOOD_INVENTORY,
+     ["-e", "slipway_lb_mode=external", "-e", "slipway_control_plane_endpoint=https://lb.example:6443"], {},
+     ["slipway_control_plane_endpoint: 'https://lb.example:6443' is a URL; drop the scheme (https://) and any path: "
+      "set it to lb.example:6443"]),
+    ("a pre-release", GOOD_INVENTORY, ["-e", "slipway_kubernetes_version=1.37.0-rc.1"], {},
+     ["slipway_kubernetes_version: '1.37.0-rc.1' is a pre-release or build (rc.1) of 1.37.0; slipway.cluster installs "
+      "released versions only: set a release such as 1.37.2"]),
+    ("both networks of the other address family", GOOD_INVENTORY,
+     ["-e", "slipway_pod_cidr=fd00:10::/56", "-e", "slipway_service_cidr=fd00:96::/108", "-e",
+      "slipway_node_cidr_mask_size=64"], {},
+     ["slipway_pod_cidr: fd00:10::/56 is IPv6 but the nodes' addresses are IPv4",
+      "slipway_service_cidr: fd00:96::/108 is IPv6 but the nodes' addresses are IPv4"]),
+    ("only kubespray's older groups",
+     "[kube-master]\ncp1 ansible_host=192.0.2.11\n[kube-node]\nw1 ansible_host=192.0.2.21\n"
+     "[k8s-cluster:children]\nkube-master\nkube-node\n[all:vars]\nansible_port=1\n", [], {},
+     ["has no host in kube_control_plane or kube_node",
+      "Its group kube-master is kubespray's older name of kube_control_plane: rename it.",
+      "Its group kube-node is kubespray's older name of kube_node: rename it."]),
+]
+
+
+@pytest.mark.parametrize("inventory, extra, group_vars, expected", [probe[1:] for probe in PROBES],
+                         ids=[probe[0] for probe in PROBES])
+def test_probe_stops_before_contact_naming_every_mistake(tmp_path, tool, inventory, extra, group_vars, expected):
+    for name, text in group_vars.items():
+        (tmp_path / "group_vars" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "group_vars" / name).write_text(text)
+    if inventory.startswith("["):
+        (tmp_path / "hosts.ini").write_text(inventory)
+        result = run([tool("ansible-playbook"), "-i", str(tmp_path / "hosts.ini"), str(ROOT / "site.yml"), *extra])
+    else:
+        result = site(tmp_path, tool, *extra, inventory_text=inventory)
+    output = stopped_before_contact(result)
+    if not inventory.startswith("["):
+        assert f" {len(expected)} problem(s); nothing was changed on any host" in output, output
+    for problem in expected:
+        assert problem in " ".join(output.split()), problem
+
+
+def test_an_even_etcd_the_user_means_passes_the_model(tmp_path, tool):
+    inventory = GOOD_INVENTORY.replace("kube_control_plane: {hosts: {cp1: {}}}", "kube_control_plane: {hosts: {cp1: {}, w1: {}}}")
+    result = site(tmp_path, tool, "-e", "slipway_etcd_even_members_ok=true", inventory_text=inventory)
+    output = result.stdout + result.stderr
+    assert "problem(s); nothing was changed" not in output.split("Read each node's facts")[0], output
+    assert "etcd has 2 members" in output  # a warning now
+    assert "Read each node's facts" in output

@@ -43,6 +43,7 @@ EXPECTED = [
     "slipway_kubernets_version: is not a setting of slipway.cluster; did you mean slipway_kubernetes_version?",
     "kube_proxy_mode: 'ipvs' is kubespray's and is not read; slipway.cluster reads control_plane_kube_proxy_mode",
     "control_plane_kube_proxy_conntrack_max_per_core: 'lots' is not auto or a number",
+    "group kube_control_plane: etcd has 2 members: quorum is 2 of 2",
 ]
 
 
