@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.slipway.cluster.plugins.module_utils._inventory_files import inventory_problems, yaml_problem
+from ansible_collections.slipway.cluster.plugins.lookup.inventory_files import inventory_problems, yaml_problem
 
 HOSTS = "all:\n  children:\n    kube_control_plane:\n      hosts:\n        cp1: {ansible_host: 192.0.2.11}\n"
 
