@@ -914,3 +914,11 @@ def test_a_host_only_in_a_group_of_the_users_own_is_a_warning():
     assert model["warnings"] == ["host b1: is in no group the cluster uses (only in bastion) and gets nothing; put it in "
                                  "kube_control_plane (a control plane), kube_node (a worker), etcd (an external etcd "
                                  "member) or loadbalancer (a vip load balancer) for it to be part of the cluster"]
+
+
+def test_the_run_level_check_names_the_models_older_group_names():
+    from ansible_collections.slipway.cluster.plugins.module_utils._model import OLD_GROUPS
+
+    run_level = _yaml("roles/preflight/vars/main.yml")["_preflight_old_groups"]
+    assert run_level.items() <= OLD_GROUPS.items()
+    assert {new for new in OLD_GROUPS.values() if new != "calico_rr"} == set(run_level.values())
