@@ -595,7 +595,9 @@ def _int(col: _Collector, var: str, value: Any, low: int, high: int, expected: s
     return number
 
 
-_URL = re.compile(r"^https?://[^\s/:]+(:\d{1,5})?(/\S*)?$")
+# A host name or IPv4 address, an optional port and a path of the characters RFC 3986 allows, without quotes (the
+# URLs are written into containerd's hosts.toml and the artifacts' download tasks).
+_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~!$&()*+,;=:@%/-]*)?$")
 
 
 def _check_url(col: _Collector, var: str, value: Any, example: str) -> None:
@@ -861,6 +863,7 @@ def _check_names_of_the_cluster(col: _Collector, settings: Mapping[str, Any]) ->
 
 
 _CLUSTER_GROUPS = (GROUP_CONTROL_PLANE, GROUP_NODE, GROUP_ETCD, GROUP_LB)
+_CONTROLLER_NAMES = ("localhost", "127.0.0.1", "::1")
 _WHERE_TO_PUT = (f"put it in {GROUP_CONTROL_PLANE} (a control plane), {GROUP_NODE} (a worker), {GROUP_ETCD} (an "
                  f"external etcd member) or {GROUP_LB} (a vip load balancer)")
 
@@ -871,7 +874,8 @@ def _check_unused_hosts(col: _Collector, groups: Mapping[str, Any], used: list[s
     a bastion) is a warning."""
     used_set = set(used) | set(_group(groups, GROUP_CONTROL_PLANE)) | set(_group(groups, GROUP_NODE))
     for host in _group(groups, "all"):
-        if host in used_set:
+        # The controller's own entry (localhost with its interpreter, for the tasks delegated to it) is no machine.
+        if host in used_set or host in _CONTROLLER_NAMES:
             continue
         member_of = sorted(name for name, members in groups.items()
                            if name not in ("all", "ungrouped") and host in (members or []))
@@ -1009,7 +1013,7 @@ def build_model(
     if source == "mirror" and settings.get("slipway_artifacts_mirror_url"):
         _check_url(col, "slipway_artifacts_mirror_url", settings["slipway_artifacts_mirror_url"], "https://files.example")
     registry = str(settings.get("slipway_artifacts_registry_mirror") or "")
-    if registry and (not re.match(r"^[A-Za-z0-9.-]+(:\d{1,5})?(/\S*)?$", registry)):
+    if registry and (not re.match(r"^[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._/-]*)?$", registry)):
         col.error("slipway_artifacts_registry_mirror", f"'{registry}' is not a registry; set host[:port] without "
                   "http://, like registry.example:5000")
     _check_roles(col, role, lb_mode, cni, kubesphere, endpoint, control_planes, bundle)

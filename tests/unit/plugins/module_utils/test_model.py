@@ -908,6 +908,10 @@ def test_every_left_out_host_is_named_in_one_run():
     assert [p.split(":")[0] for p in problems(groups)] == ["host w3", "host w4", "host w5"]
 
 
+def test_the_controllers_own_entry_is_no_left_out_machine():
+    assert build(_with_all({**GOOD_GROUPS, "ungrouped": ["localhost"]}))["warnings"] == []
+
+
 def test_a_host_only_in_a_group_of_the_users_own_is_a_warning():
     # A spare machine or a bastion: the user put it there on purpose, and is told it gets nothing.
     model = build(_with_all({**GOOD_GROUPS, "bastion": ["b1"]}))
@@ -922,3 +926,25 @@ def test_the_run_level_check_names_the_models_older_group_names():
     run_level = _yaml("roles/preflight/vars/main.yml")["_preflight_old_groups"]
     assert run_level.items() <= OLD_GROUPS.items()
     assert {new for new in OLD_GROUPS.values() if new != "calico_rr"} == set(run_level.values())
+
+
+@pytest.mark.parametrize("settings, expected", [
+    ({"containerd_registry_mirrors": {"docker.io": ['https://mirror.example/"] # x']}},
+     "containerd_registry_mirrors[docker.io]: 'https://mirror.example/\"] # x' is not an http:// or https:// URL"),
+    ({"containerd_registry_mirrors": {"docker.io": ["https://mirror`reboot`.example"]}},
+     "containerd_registry_mirrors[docker.io]: 'https://mirror`reboot`.example' is not an http:// or https:// URL"),
+    ({"slipway_artifacts_source": "mirror", "slipway_artifacts_mirror_url": "https://files.example/k8s'"},
+     "slipway_artifacts_mirror_url: 'https://files.example/k8s'' is not an http:// or https:// URL"),
+    ({"slipway_artifacts_registry_mirror": "registry.example:5000/a b"},
+     "slipway_artifacts_registry_mirror: 'registry.example:5000/a b' is not a registry"),
+    ({"slipway_artifacts_registry_mirror": 'registry.example:5000/"x'},
+     "slipway_artifacts_registry_mirror: 'registry.example:5000/\"x' is not a registry"),
+])
+def test_urls_and_registries_hold_only_what_a_url_or_an_image_reference_can(settings, expected):
+    found = problems(**settings)
+    assert any(problem.startswith(expected) for problem in found), found
+
+
+@pytest.mark.parametrize("url", ["https://mirror.example:5000", "http://192.0.2.5:8080/files/k8s", "https://m.example/a_b~c%20d"])
+def test_good_mirror_urls_pass(url):
+    build(containerd_registry_mirrors={"docker.io": [url]}, slipway_artifacts_registry_mirror="registry.example:5000/mirror")
