@@ -879,18 +879,17 @@ def _check_unused_hosts(col: _Collector, groups: Mapping[str, Any], used: list[s
             continue
         member_of = sorted(name for name, members in groups.items()
                            if name not in ("all", "ungrouped") and host in (members or []))
-        hints = []
+        hints, own = [], []
         for name in member_of:
+            close = difflib.get_close_matches(name, _CLUSTER_GROUPS + (GROUP_K8S_CLUSTER,), n=1, cutoff=0.75)
             if name in OLD_GROUPS:
                 hints.append(f"{name} is kubespray's older name of {OLD_GROUPS[name]}")
             elif name == GROUP_K8S_CLUSTER:
                 hints.append(f"{GROUP_K8S_CLUSTER} is made of {GROUP_CONTROL_PLANE} and {GROUP_NODE}, it is in neither")
+            elif close:
+                hints.append(f"{name} is not {close[0]}")
             else:
-                close = difflib.get_close_matches(name, _CLUSTER_GROUPS + (GROUP_K8S_CLUSTER,), n=1, cutoff=0.75)
-                if close:
-                    hints.append(f"{name} is not {close[0]}")
-        own = [name for name in member_of if name not in OLD_GROUPS and name != GROUP_K8S_CLUSTER
-               and not difflib.get_close_matches(name, _CLUSTER_GROUPS + (GROUP_K8S_CLUSTER,), n=1, cutoff=0.75)]
+                own.append(name)
         where = f" (in {', '.join(member_of)}: {'; '.join(hints)})" if hints else ""
         if hints or not own:
             col.error(f"host {host}", f"is in no group the cluster uses{where}, so it would be left out; {_WHERE_TO_PUT}, "
