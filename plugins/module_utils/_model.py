@@ -375,7 +375,7 @@ def _check_etcd(col: _Collector, mode: str, control_planes: list[str], etcd_grou
         count = len(members)
         where = "group etcd" if mode == "external" else "group kube_control_plane"
         why = (f"etcd has {count} members: quorum is {count // 2 + 1} of {count}, so it survives no more failures "
-               f"than {count - 1} members would and a split into halves stops it")
+               f"than {count - 1} member{'s' if count > 2 else ''} would and a split into halves stops it")
         if even_ok:
             col.warn(where, f"{why}; use {count - 1} or {count + 1} (add or remove one)")
         else:
