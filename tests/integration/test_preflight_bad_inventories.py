@@ -195,7 +195,7 @@ PROBES = [
      ["host cp1: ip 0.0.0.0 is the unspecified address", "host w1: ansible_host 224.0.0.1 is a multicast address"]),
     ("two control planes", GOOD_INVENTORY.replace("kube_control_plane: {hosts: {cp1: {}}}",
                                                   "kube_control_plane: {hosts: {cp1: {}, w1: {}}}"), [], {},
-     ["group kube_control_plane: etcd has 2 members: quorum is 2 of 2, so it survives no more failures than 1 members "
+     ["group kube_control_plane: etcd has 2 members: quorum is 2 of 2, so it survives no more failures than 1 member "
       "would and a split into halves stops it; use 1 or 3 control planes, or set slipway_etcd_even_members_ok: true"]),
     ("YAML errors in group_vars", GOOD_INVENTORY, [],
      {"all/cluster.yml": "slipway_lb_mode: vip\nfoo: [a, b\nbar: 1\n", "kube_node.yml": "a: 1\n b: 2\n"},
