@@ -315,7 +315,7 @@ def test_the_extra_vars_take_the_bundles_versions_and_the_served_checksums(tmp_p
     assert extra["kube_version"] == "1.36.5"
     assert extra["kubeadm_checksums"] == {"amd64": {"1.36.5": served["kubeadm"].checksum}}
     assert extra["containerd_version"] == "2.3.7" and extra["containerd_archive_checksum"] == served["containerd"].checksum
-    assert extra["nerdctl_archive_checksum"] == served["nerdctl"].checksum and "nerdctl_version" not in extra
+    assert extra["nerdctl_archive_checksum"] == served["nerdctl"].checksum and extra["nerdctl_version"] == "2.2.2"
     assert extra["etcd_image_repo"] == "10.88.0.1:5000/etcd" and extra["etcd_image_tag"] == "3.6.8-0"
     assert extra["flannel_image_repo"] == "10.88.0.1:5000/flannel-io/flannel"
     assert extra["flannel_cni_version"] == "0.9.1-cni-plugins" and extra["coredns_version"] == "1.14.2"
@@ -406,3 +406,26 @@ def test_kubesprays_archive_is_unpacked_once_with_its_commit(tmp_path):
     assert commit == "46dbdd399" and (source / "requirements.txt").read_bytes() == b"ansible==11.13.0\n"
     (source / "marker").write_text("kept")
     assert run.unpack(tarball, tmp_path / "src")[0] == source and (source / "marker").exists()
+
+
+def test_the_docs_table_names_the_same_settings_as_a_run_writes(tmp_path):
+    found, _ = _settings(tmp_path)
+    assert [s.name for s in kubespray.symbolic()] == [s.name for s in found]
+    assert "GATEWAY:5000" in kubespray.settings_table(kubespray.symbolic())
+
+
+def test_a_refused_extra_vars_file_fails_create_and_no_other_step_runs():
+    failed = report.StepResult("kubespray", "create", error="kubespray's defaults and checks refuse extra-1.37.1.yml")
+    results = run.not_run_after("kubespray", failed)
+    assert [r.step for r in results] == ["create", "rerun", "scale", "remove", "upgrade", "reset"]
+    assert results[0] is failed and all(not r.ran for r in results[1:])
+
+
+def test_the_check_runs_on_localhost_only_and_without_ssh():
+    from compare import check
+
+    document = check.inventory()
+    assert list(document["all"]["hosts"]) == ["localhost"]
+    assert document["all"]["hosts"]["localhost"]["ansible_connection"] == "local"
+    assert all(group["hosts"] == {"localhost": None} for name, group in document["all"]["children"].items()
+               if name != "k8s_cluster")

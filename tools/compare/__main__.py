@@ -2,6 +2,8 @@
 
     python -m compare run [--bundle DIR] [--node NAME:GROUPS ...] [--installer slipway|kubespray]
     python -m compare prepare     kubespray's virtualenv, nerdctl, the haproxy image (cached)
+    python -m compare check       kubespray's own defaults and inventory checks on the extra vars, localhost only
+    python -m compare settings    kubespray's settings beyond its defaults, each with its reason (Markdown)
     python -m compare smoke       the files server and the registry on loopback, one image in and read back
 
 Run from tools/ (`make compare` does) as root, with the controller virtualenv's python.
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from compare import bundle, kubespray, prepare, report, run, services
+from compare import bundle, check, kubespray, prepare, report, run, services
 
 ROOT = Path(__file__).resolve().parents[2]
 TARBALL = Path("/work/shared/reference/kubespray/kubespray-46dbdd399.tar.gz")
@@ -89,6 +91,36 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """kubespray's defaults and inventory checks on the extra vars of both releases, on localhost only."""
+    bundle_dir = Path(args.bundle).resolve()
+    manifest = yaml.safe_load((bundle_dir / "manifest.yml").read_text(encoding="utf-8"))
+    work = Path(args.work).resolve()
+    source, _ = run.unpack(Path(args.kubespray), work / "src")
+    cache = prepare.cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    log = cache / "prepare.log"
+    playbook = prepare.kubespray_venv(source, cache, log)
+    nerdctl = (prepare.NERDCTL_VERSION, prepare.nerdctl(cache, log))
+    for release in bundle.upgrade_pair(manifest):
+        served = bundle.files_repo(bundle_dir, release, work / "files_repo", nerdctl)
+        found = kubespray.settings(release, served, f"http://GATEWAY:{args.files_port}", f"GATEWAY:{args.registry_port}")
+        extra = kubespray.write_yaml(work / "kubespray" / f"check-extra-{release.kubernetes}.yml",
+                                     kubespray.extra_vars(found))
+        downloads = check.downloads(playbook, source, extra, work / "kubespray", check.clean_env(playbook.parent))
+        print(f"kubespray {release.kubernetes}: its defaults and validate_inventory accept {extra.name}; "
+              f"{len(downloads)} downloads enabled:")
+        for name, item in downloads.items():
+            print(f"  {name}: {item.get('url') or str(item.get('repo')) + ':' + str(item.get('tag'))}")
+    return 0
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    del args
+    print(kubespray.settings_table(kubespray.symbolic()))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="compare", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kubespray", default=str(TARBALL), help="kubespray's git archive (tar.gz)")
@@ -102,6 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     run_.set_defaults(func=cmd_run)
     prep = sub.add_parser("prepare", help="build what kubespray needs beyond the bundle (cached)")
     prep.set_defaults(func=cmd_prepare)
+    check_ = sub.add_parser("check", help="kubespray's defaults and validate_inventory on the extra vars (localhost)")
+    check_.add_argument("--bundle", default=str(ROOT / "bundle"))
+    check_.add_argument("--files-port", type=int, default=8780)
+    check_.add_argument("--registry-port", type=int, default=5000)
+    check_.set_defaults(func=cmd_check)
+    sub.add_parser("settings", help="kubespray's settings beyond its defaults, with their reasons (Markdown)"
+                   ).set_defaults(func=cmd_settings)
     smoke = sub.add_parser("smoke", help="files server and registry on loopback")
     smoke.add_argument("--bundle", default=str(ROOT / "bundle"))
     smoke.add_argument("--image", default="pause", help="the bundle image pushed and read back")

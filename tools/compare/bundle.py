@@ -89,6 +89,7 @@ class Served:
 
     path: str
     sha256: str
+    version: str = ""
 
     @property
     def checksum(self) -> str:
@@ -146,45 +147,45 @@ def files_repo(bundle: Path, release: Release, root: Path, nerdctl: tuple[str, P
 
     served: dict[str, Served] = {}
 
-    def done(name: str, relative: str) -> None:
-        served[name] = Served(relative, _sha256(root / relative))
+    def done(name: str, relative: str, version: str) -> None:
+        served[name] = Served(relative, _sha256(root / relative), version)
 
     k8s = f"dl.k8s.io/release/v{release.kubernetes}/bin/linux/{ARCH}"
     for name in ("kubeadm", "kubelet", "kubectl"):
         _copy(binary(name), root / k8s / name)
-        done(name, f"{k8s}/{name}")
+        done(name, f"{k8s}/{name}", release.kubernetes)
 
     etcd = release.versions["etcd"]
     top = f"etcd-v{etcd}-linux-{ARCH}"
     path = f"github.com/etcd-io/etcd/releases/download/v{etcd}/{top}.tar.gz"
     write_tar_gz(root / path, [(top, None)] + [(f"{top}/{n}", binary(n)) for n in ("etcd", "etcdctl", "etcdutl")])
-    done("etcd", path)
+    done("etcd", path, etcd)
 
     cni = release.versions["cni_plugins"]
     plugins = sorted(n for n in release.binaries if n.startswith("cni/"))
     path = f"github.com/containernetworking/plugins/releases/download/v{cni}/cni-plugins-linux-{ARCH}-v{cni}.tgz"
     write_tar_gz(root / path, [("./", None)] + [(f"./{n.split('/', 1)[1]}", binary(n)) for n in plugins])
-    done("cni", path)
+    done("cni", path, cni)
 
     crictl = release.versions["crictl"]
     path = f"github.com/kubernetes-sigs/cri-tools/releases/download/v{crictl}/crictl-v{crictl}-linux-{ARCH}.tar.gz"
     write_tar_gz(root / path, [("crictl", binary("crictl"))])
-    done("crictl", path)
+    done("crictl", path, crictl)
 
     containerd = release.versions["containerd"]
     path = f"github.com/containerd/containerd/releases/download/v{containerd}/containerd-{containerd}-linux-{ARCH}.tar.gz"
     write_tar_gz(root / path, [("bin/", None)] + [(f"bin/{n}", binary(n))
                                                   for n in ("containerd", "containerd-shim-runc-v2", "ctr")])
-    done("containerd", path)
+    done("containerd", path, containerd)
 
     runc = release.versions["runc"]
     path = f"github.com/opencontainers/runc/releases/download/v{runc}/runc.{ARCH}"
     _copy(binary("runc"), root / path)
-    done("runc", path)
+    done("runc", path, runc)
 
     if nerdctl:
         version, program = nerdctl
         path = f"github.com/containerd/nerdctl/releases/download/v{version}/nerdctl-{version}-linux-{ARCH}.tar.gz"
         write_tar_gz(root / path, [("nerdctl", program)])
-        done("nerdctl", path)
+        done("nerdctl", path, version)
     return served

@@ -38,25 +38,29 @@ def _digest(value: str) -> str:
 def version_settings(release: Release, served: dict[str, Served], registry: str) -> list[Setting]:
     """What a Kubernetes release this kubespray does not know needs (README: Versions)."""
     k = release.kubernetes
-    minor = ".".join(k.split(".")[:2])
     why_checksum = ("a role var, so an extra var to win; validate_inventory asserts kube_version is one of its keys; "
                     "the sha256 of the bundle's file")
-    settings = [Setting("kube_version", k, "the bundle's release (this kubespray knows Kubernetes up to 1.36.4)")]
+    settings = [Setting("kube_version", k, "the bundle's release; this kubespray knows Kubernetes up to 1.36.4")]
     for name in ("kubeadm", "kubelet", "kubectl"):
         settings.append(Setting(f"{name}_checksums", {"amd64": {k: served[name].checksum}}, why_checksum,
                                 f"{{amd64: {{{k}: {_digest(served[name].checksum)}}}}}"))
-    lookups = f"kubespray's per-minor lookup has no row for {minor} (the whole downloads dict is templated at once)"
+    templated = "not deployed, but the whole downloads dict is templated at once"
     pause = release.images["pause"].rsplit(":", 1)[1]
     coredns = release.images["coredns"].rsplit(":", 1)[1].lstrip("v")
     etcd_tag = release.images["etcd"].rsplit(":", 1)[1]
     settings += [
-        Setting("pod_infra_version", pause, f"{lookups}; the bundle's pause image"),
-        Setting("etcd_version", release.versions["etcd"], f"{lookups}; the bundle's etcd"),
-        Setting("etcd_image_repo", f"{registry}/etcd", "the bundle's etcd image as kubeadm names it (etcd_deployment_type kubeadm)"),
-        Setting("etcd_image_tag", etcd_tag, "the bundle's etcd image tag (kubespray's default is quay.io's v-prefixed tag)"),
-        Setting("coredns_version", coredns, f"{lookups}; the bundle's CoreDNS image"),
-        Setting("snapshot_controller_image_tag", "v7.0.2", f"{lookups}; not deployed, only templated (the 1.36 row)"),
-        Setting("scheduler_plugins_version", 0, f"{lookups}; not deployed, only templated (0 as for the minors without a build)"),
+        Setting("pod_infra_version", pause, "the bundle's pause image; kubespray's pod_infra_supported_versions "
+                "stops at 1.36"),
+        Setting("etcd_version", release.versions["etcd"], "the bundle's etcd; etcd_supported_versions stops at 1.36 "
+                "and picks kubespray's newest 3.6 patch"),
+        Setting("etcd_image_repo", f"{registry}/etcd", "the bundle's etcd image as kubeadm names it "
+                "(etcd_deployment_type kubeadm; kubespray's default is quay.io/coreos/etcd)"),
+        Setting("etcd_image_tag", etcd_tag, "the bundle's etcd image tag (kubespray's default is etcd_version with a v before it)"),
+        Setting("coredns_version", coredns, "the bundle's CoreDNS image; coredns_supported_versions stops at 1.36"),
+        Setting("snapshot_controller_image_tag", "v7.0.2", "snapshot_controller_supported_versions stops at 1.36; "
+                f"{templated} (1.36's value)"),
+        Setting("scheduler_plugins_version", 0, f"scheduler_plugins_supported_versions stops at 1.31; {templated} "
+                "(0, as its rows say)"),
     ]
     for download, version_key, component, checksum_var in (
             ("crictl", "crictl_version", "crictl", "crictl_binary_checksum"),
@@ -64,14 +68,20 @@ def version_settings(release: Release, served: dict[str, Served], registry: str)
             ("etcd", None, "etcd", "etcd_binary_checksum"),
             ("containerd", "containerd_version", "containerd", "containerd_archive_checksum"),
             ("runc", "runc_version", "runc", "runc_binary_checksum"),
-            ("nerdctl", None, "nerdctl", "nerdctl_archive_checksum")):
+            ("nerdctl", "nerdctl_version", "nerdctl", "nerdctl_archive_checksum")):
         if download not in served:
             continue
-        if version_key:
+        if version_key == "nerdctl_version":
+            settings.append(Setting(version_key, served[download].version,
+                                    "kubespray pins nerdctl 2.3.0, which the Go module proxy does not serve; the "
+                                    "newest release it and the checksum database serve that kubespray also lists, "
+                                    "built from its Go module"))
+        elif version_key:
             settings.append(Setting(version_key, release.versions[component],
                                     f"the bundle's {component} (both installers run the same files)"))
         settings.append(Setting(checksum_var, served[download].checksum,
-                                f"the sha256 of the {download} archive repacked from the bundle (files_repo)",
+                                f"the sha256 of the {download} file served (files_repo), repacked from "
+                                + ("the build" if download == "nerdctl" else "the bundle"),
                                 _digest(served[download].checksum)))
     return settings
 
@@ -102,11 +112,12 @@ def settings(release: Release, served: dict[str, Served], files_url: str, regist
         # The same cluster as slipway's (README: "The same cluster as slipway's").
         Setting("etcd_deployment_type", "kubeadm", "stacked etcd as slipway's (kubespray's default runs etcd on the hosts)"),
         Setting("kube_network_plugin", "flannel", "slipway's CNI (kubespray's default is calico)"),
-        Setting("kube_proxy_mode", "iptables", "slipway's kube-proxy mode (kubespray's default is ipvs; no ip_vs in the lab kernel)"),
+        Setting("kube_proxy_mode", "iptables", "slipway's kube-proxy mode (kubespray's default is ipvs, and the lab "
+                "kernel has no ip_vs)"),
         Setting("loadbalancer_apiserver_type", "haproxy", "haproxy on the nodes in front of the API servers, as slipway's"),
-        Setting("metrics_server_enabled", True, "slipway's cluster has metrics-server"),
-        Setting("enable_nodelocaldns", False, "slipway's cluster has none"),
-        Setting("enable_dns_autoscaler", False, "slipway's cluster has none"),
+        Setting("metrics_server_enabled", True, "slipway's cluster has metrics-server (kubespray's default: off)"),
+        Setting("enable_nodelocaldns", False, "slipway's cluster has no node-local DNS cache (kubespray's default: on)"),
+        Setting("enable_dns_autoscaler", False, "slipway's cluster has no DNS autoscaler (kubespray's default: on)"),
         # Lab node facts: what slipway does for itself in containers.
         Setting("kubelet_fail_cgroup_v1", False, "the lab's hosts are cgroup v1 (kubelet >= 1.35 refuses it otherwise)"),
         Setting("kubeadm_ignore_preflight_errors", ["SystemVerification"], "kubeadm's check of cgroup v1"),
@@ -148,6 +159,23 @@ def _tag(ref: str) -> str:
 def mirror_ref(registry: str, ref: str) -> str:
     """The reference of a bundle image in the registry: the same path and tag under the registry."""
     return f"{registry}/{_path(ref)}:{_tag(ref)}"
+
+
+def symbolic(files_port: int = 8780, registry_port: int = 5000) -> list[Setting]:
+    """The settings with the bundle's values named instead of given: the table of docs/performance.md, which
+    holds for any bundle (the run writes the real values into its extra vars files)."""
+    components = ("etcd", "cni_plugins", "crictl", "containerd", "runc", "metrics_server")
+    release = Release(
+        kubernetes="<release>", versions={c: f"<bundle {c}>" for c in components}, binaries={},
+        images={n: f"{ref}:<bundle {n} tag>" for n, ref in (
+            ("pause", "registry.k8s.io/pause"), ("coredns", "registry.k8s.io/coredns/coredns"),
+            ("etcd", "registry.k8s.io/etcd"), ("flannel", "ghcr.io/flannel-io/flannel"),
+            ("flannel-cni-plugin", "ghcr.io/flannel-io/flannel-cni-plugin"))},
+        image_paths={}, image_tags={})
+    served = {name: Served(name, "<sha256 of the served file>") for name in
+              ("kubeadm", "kubelet", "kubectl", "etcd", "cni", "crictl", "containerd", "runc", "nerdctl")}
+    found = settings(release, served, f"http://GATEWAY:{files_port}", f"GATEWAY:{registry_port}")
+    return [dataclasses.replace(s, shown="") if s.shown and "<" in str(s.value) else s for s in found]
 
 
 def extra_vars(found: list[Setting]) -> dict[str, Any]:

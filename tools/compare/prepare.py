@@ -18,7 +18,11 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-# The nerdctl kubespray 46dbdd399 pins (the first amd64 key of nerdctl_archive_checksums).
+# kubespray 46dbdd399 pins nerdctl 2.3.0 (the first amd64 key of its nerdctl_archive_checksums), which the Go
+# module proxy does not serve (`go list -m github.com/containerd/nerdctl/v2@v2.3.0`: "not available"). v2.3.1 it
+# serves, but the checksum database does not know it (`go mod download`: "verifying go.mod: ... 404 Not Found"), and
+# nothing unverified is built. v2.2.2 is the newest release that both serve and that kubespray lists itself.
+NERDCTL_PIN = "2.3.0"
 NERDCTL_VERSION = "2.2.2"
 NERDCTL_MODULE = "github.com/containerd/nerdctl/v2"
 HOST_PACKAGES = ("docker-registry", "skopeo", "haproxy")
@@ -86,8 +90,11 @@ def nerdctl(cache: Path, log: Path, version: str = NERDCTL_VERSION) -> Path:
     with tempfile.TemporaryDirectory(dir=cache) as work:
         # The module's own go.mod and go.sum, fetched through the proxy: `go mod download -json` names its dir.
         info = subprocess.run([go, "mod", "download", "-json", f"{NERDCTL_MODULE}@v{version}"], capture_output=True,
-                              text=True, check=True, env=env, cwd=work)
-        module_dir = Path(json.loads(info.stdout)["Dir"])
+                              text=True, check=False, env=env, cwd=work)
+        answer = json.loads(info.stdout or "{}")
+        if info.returncode != 0 or "Dir" not in answer:
+            raise RuntimeError(f"go mod download {NERDCTL_MODULE}@v{version}: {answer.get('Error') or info.stderr}")
+        module_dir = Path(answer["Dir"])
         tree = Path(work) / "src"
         shutil.copytree(module_dir, tree)
         for path in tree.rglob("*"):

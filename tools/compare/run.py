@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from compare import bundle as bundle_mod
-from compare import kubespray, prepare, report, services, steps
+from compare import check, kubespray, prepare, report, services, steps
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "tools"
@@ -88,13 +88,6 @@ def lab_up(cluster: str, inventory: Path, nodes: list[str], added_groups: str, l
     """The cluster's nodes with the added worker started too; in its group only once it is added."""
     lab("up", "--cluster", cluster, "--inventory", str(inventory),
         *[f"--node={n}" for n in [*nodes, f"{ADDED}:{added_groups}"]], *[f"--vars={v}" for v in lab_vars])
-
-
-def clean_env(path_first: Path) -> dict[str, str]:
-    """The environment without slipway's Ansible settings, for kubespray's own ansible.cfg."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env["PATH"] = f"{path_first}:{env.get('PATH', '')}"
-    return env
 
 
 @contextlib.contextmanager
@@ -218,6 +211,12 @@ def _kubespray(opts: Options, cluster: str, inventory: Path, source: Path, cache
                                                              kubespray.extra_vars(found))
         write_settings_table(opts.work / "kubespray" / "settings.md",
                              kubespray.settings(older, served[older.kubernetes], files_url, registry))
+        env = check.clean_env(playbook.parent)
+        try:
+            for path in extra.values():
+                check.downloads(playbook, source, path, opts.work / "kubespray", env)
+        except RuntimeError as error:
+            return not_run_after("kubespray", report.StepResult("kubespray", "create", error=str(error)))
 
         def inventory_for(added_in: bool) -> None:
             lab_up(cluster, lab_inventory, opts.nodes, "kube_node" if added_in else "", [])
@@ -225,7 +224,6 @@ def _kubespray(opts: Options, cluster: str, inventory: Path, source: Path, cache
             kubespray.write_yaml(inventory, kubespray.inventory(document, set() if added_in else {ADDED}))
 
         inventory_for(False)
-        env = clean_env(playbook.parent)
         env["ANSIBLE_CONFIG"] = str(source / "ansible.cfg")
         run_steps = {step: steps.kubespray_commands(
             step, playbook=str(playbook), inventory=inventory, source=source, env=env, added=ADDED,
@@ -235,6 +233,12 @@ def _kubespray(opts: Options, cluster: str, inventory: Path, source: Path, cache
         web = dict(manifest, images=[dict(i, ref=kubespray.mirror_ref(registry, i["ref"])) if i["name"] == "busybox"
                                      else i for i in manifest["images"]])
         return measure("kubespray", run_steps, before, logs, lambda: client_loop(inventory, web, logs))
+
+
+def not_run_after(installer: str, failed: report.StepResult) -> list[report.StepResult]:
+    """A failed first step and every other step not run, because of it."""
+    return [failed] + [report.StepResult(installer, step, error=f"not run: the {failed.step} step failed", ran=False)
+                       for step in report.STEPS if step != failed.step]
 
 
 def fill_registry(bundle: Path, registry: str, releases: list[bundle_mod.Release], haproxy: Path, log: Path) -> int:
