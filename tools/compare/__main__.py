@@ -28,6 +28,9 @@ NODES = ["cp1:kube_control_plane,etcd", "cp2:kube_control_plane,etcd", "cp3:kube
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    names = [spec.partition(":")[0] for spec in args.node or NODES]
+    if run.ADDED in names:
+        raise RuntimeError(f"--node {run.ADDED}: that name is the worker the scale step adds; name the nodes otherwise")
     opts = run.Options(bundle=Path(args.bundle).resolve(), nodes=args.node or NODES, lab_vars=args.vars,
                        tarball=Path(args.kubespray), work=Path(args.work).resolve(),
                        installers=tuple(args.installer or report.INSTALLERS))
