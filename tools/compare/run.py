@@ -164,6 +164,10 @@ def compare(opts: Options) -> tuple[list[report.StepResult], str]:
                 results += _slipway(opts, cluster, inventory, python, older, current, manifest, logs)
             else:
                 results += _kubespray(opts, cluster, inventory, source, cache, older, current, manifest, logs)
+        except (RuntimeError, OSError, subprocess.CalledProcessError, bundle_mod.BundleError) as error:
+            # Setting up (lab nodes, files server, registry, builds) failed: the other installer still runs.
+            results += not_run_after(installer, report.StepResult(installer, "create",
+                                                                  error=f"setting up the {installer} run failed: {error}"))
         finally:
             load[installer] = (start, os.getloadavg()[0])
             lab("down", "--cluster", cluster)
