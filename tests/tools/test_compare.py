@@ -327,7 +327,7 @@ def test_the_extra_vars_take_the_bundles_versions_and_the_served_checksums(tmp_p
 
 
 def test_every_setting_has_a_reason_in_the_table(tmp_path):
-    found, _ = _settings(tmp_path)
+    found = _settings(tmp_path)[0]
     lines = kubespray.settings_table(found).splitlines()
     assert lines[:2] == ["| setting | value | why |", "| --- | --- | --- |"]
     assert len(lines) == len(found) + 2
@@ -342,7 +342,7 @@ def test_a_setting_given_twice_is_refused(tmp_path):
 
 
 def test_the_written_files_are_yaml_that_reads_back(tmp_path):
-    found, _ = _settings(tmp_path)
+    found = _settings(tmp_path)[0]
     path = kubespray.write_yaml(tmp_path / "extra.yml", kubespray.extra_vars(found))
     assert yaml.safe_load(path.read_text(encoding="utf-8")) == kubespray.extra_vars(found)
 
@@ -409,7 +409,7 @@ def test_kubesprays_archive_is_unpacked_once_with_its_commit(tmp_path):
 
 
 def test_the_docs_table_names_the_same_settings_as_a_run_writes(tmp_path):
-    found, _ = _settings(tmp_path)
+    found = _settings(tmp_path)[0]
     assert [s.name for s in kubespray.symbolic()] == [s.name for s in found]
     assert "GATEWAY:5000" in kubespray.settings_table(kubespray.symbolic())
 

@@ -99,7 +99,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     bundle_dir = Path(args.bundle).resolve()
     manifest = yaml.safe_load((bundle_dir / "manifest.yml").read_text(encoding="utf-8"))
     work = Path(args.work).resolve()
-    source, _ = run.unpack(Path(args.kubespray), work / "src")
+    source = run.unpack(Path(args.kubespray), work / "src")[0]
     cache = prepare.cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     log = cache / "prepare.log"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import hashlib
-import io
 import shutil
 import tarfile
 from collections.abc import Iterable

@@ -89,8 +89,8 @@ def version_settings(release: Release, served: dict[str, Served], registry: str)
 def settings(release: Release, served: dict[str, Served], files_url: str, registry: str) -> list[Setting]:
     """Every setting beyond kubespray's defaults, in the order of the table in docs/performance.md."""
     offline = "docs/operations/offline-environment.md: files from a files_repo with the original domains on top"
-    mirror = [{"prefix": registry, "mirrors": [{"host": f"http://{registry}", "capabilities": ["pull", "resolve"],
-                                                 "skip_verify": True}]}]
+    plain_http = {"host": f"http://{registry}", "capabilities": ["pull", "resolve"], "skip_verify": True}
+    mirror = [{"prefix": registry, "mirrors": [plain_http]}]
     flannel, flannel_cni = release.images["flannel"], release.images["flannel-cni-plugin"]
     images = "the bundle's image, in the registry under its own path"
     result = version_settings(release, served, registry) + [
