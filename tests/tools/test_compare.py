@@ -429,3 +429,11 @@ def test_the_check_runs_on_localhost_only_and_without_ssh():
     assert document["all"]["hosts"]["localhost"]["ansible_connection"] == "local"
     assert all(group["hosts"] == {"localhost": None} for name, group in document["all"]["children"].items()
                if name != "k8s_cluster")
+
+
+def test_kubesprays_fact_cache_starts_empty_in_each_run(tmp_path):
+    stale = tmp_path / "facts" / "cp1"
+    stale.parent.mkdir()
+    stale.write_text('{"ansible_default_ipv4": {"address": "10.88.100.11"}}')
+    assert run.fresh_fact_cache(tmp_path / "facts") == tmp_path / "facts"
+    assert list((tmp_path / "facts").iterdir()) == []

@@ -47,7 +47,9 @@ def downloads(playbook: Path, source: Path, extra: Path, work: Path, env: dict[s
     hosts.write_text(yaml.safe_dump(inventory(), sort_keys=False), encoding="utf-8")
     out = work / f"downloads-{extra.stem}.json"
     out.unlink(missing_ok=True)
-    run_env = {**env, "ANSIBLE_ROLES_PATH": str(source / "roles"), "ANSIBLE_CONFIG": str(source / "ansible.cfg")}
+    # kubespray's ansible.cfg caches facts in /tmp: localhost's go to a directory of the check's own.
+    run_env = {**env, "ANSIBLE_ROLES_PATH": str(source / "roles"), "ANSIBLE_CONFIG": str(source / "ansible.cfg"),
+               "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(work / "check-facts")}
     proc = subprocess.run([str(playbook), "-i", str(hosts), "-e", f"@{extra}", "-e", f"compare_out={out}", str(play)],
                           cwd=source, env=run_env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           check=False)

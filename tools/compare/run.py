@@ -229,6 +229,7 @@ def _kubespray(opts: Options, cluster: str, inventory: Path, source: Path, cache
 
         inventory_for(False)
         env["ANSIBLE_CONFIG"] = str(source / "ansible.cfg")
+        env["ANSIBLE_CACHE_PLUGIN_CONNECTION"] = str(fresh_fact_cache(opts.work / "kubespray" / "facts"))
         run_steps = {step: steps.kubespray_commands(
             step, playbook=str(playbook), inventory=inventory, source=source, env=env, added=ADDED,
             extra=extra[current.kubernetes if step in ("upgrade", "reset") else older.kubernetes])
@@ -237,6 +238,15 @@ def _kubespray(opts: Options, cluster: str, inventory: Path, source: Path, cache
         web = dict(manifest, images=[dict(i, ref=kubespray.mirror_ref(registry, i["ref"])) if i["name"] == "busybox"
                                      else i for i in manifest["images"]])
         return measure("kubespray", run_steps, before, logs, lambda: client_loop(inventory, web, logs))
+
+
+def fresh_fact_cache(path: Path) -> Path:
+    """kubespray's ansible.cfg caches facts as JSON files in /tmp for a day (gathering = smart): facts of the
+    nodes of an earlier run, by the same names, would be taken for these. Its cache goes to an empty directory
+    of this run instead, as on a controller that never ran it; within the run it caches as it always does."""
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
 
 
 def not_run_after(installer: str, failed: report.StepResult) -> list[report.StepResult]:
