@@ -437,3 +437,33 @@ def test_kubesprays_fact_cache_starts_empty_in_each_run(tmp_path):
     stale.write_text('{"ansible_default_ipv4": {"address": "10.88.100.11"}}')
     assert run.fresh_fact_cache(tmp_path / "facts") == tmp_path / "facts"
     assert list((tmp_path / "facts").iterdir()) == []
+
+
+def _lab_module():
+    import importlib.util
+
+    lab = sys.modules.get("lab")
+    if lab is None:
+        spec = importlib.util.spec_from_file_location("lab", TOOLS.parent / "lab" / "lab.py")
+        lab = importlib.util.module_from_spec(spec)
+        sys.modules["lab"] = lab  # its dataclasses look their module up
+        spec.loader.exec_module(lab)
+    return lab
+
+
+def test_the_inventory_from_what_lab_py_writes_keeps_the_added_worker_out_until_it_is_added():
+    lab = _lab_module()
+    specs = ["cp1:kube_control_plane,etcd", "w1:kube_node", f"{run.ADDED}:"]
+    nodes = lab.parse_nodes(specs)
+    for index, node in enumerate(nodes.values()):
+        node.ip = f"10.88.100.{11 + index}"
+    text = lab.render_inventory(lab.Cluster("cmp-kubespray", "10.88.100.0/24", nodes), Path("/k/id"), {})
+    written = yaml.safe_load(text.split("---\n", 1)[1])
+    document = kubespray.inventory(written, leave_out={run.ADDED})
+    assert set(document["all"]["hosts"]) == {"cp1", "w1"}
+    assert document["all"]["hosts"]["w1"]["ip"] == "10.88.100.12"
+    assert document["all"]["hosts"]["w1"]["ansible_ssh_private_key_file"] == "/k/id"
+    assert {g: set(c["hosts"]) for g, c in document["all"]["children"].items() if g != "k8s_cluster"} == {
+        "kube_control_plane": {"cp1"}, "kube_node": {"w1"}, "etcd": {"cp1"}}
+    # What the upgrade's client loop reads from it (tools/bench.py serve_web): the first worker and its address.
+    assert next(iter(document["all"]["children"]["kube_node"]["hosts"])) == "w1"
