@@ -467,3 +467,8 @@ def test_the_inventory_from_what_lab_py_writes_keeps_the_added_worker_out_until_
         "kube_control_plane": {"cp1"}, "kube_node": {"w1"}, "etcd": {"cp1"}}
     # What the upgrade's client loop reads from it (tools/bench.py serve_web): the first worker and its address.
     assert next(iter(document["all"]["children"]["kube_node"]["hosts"])) == "w1"
+
+
+def test_docs_performance_holds_the_settings_table_as_the_code_prints_it():
+    docs = (TOOLS.parent / "docs" / "performance.md").read_text(encoding="utf-8")
+    assert kubespray.settings_table(kubespray.symbolic()) in docs

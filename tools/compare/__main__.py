@@ -28,6 +28,12 @@ NODES = ["cp1:kube_control_plane,etcd", "cp2:kube_control_plane,etcd", "cp3:kube
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if not Path(args.kubespray).is_file():
+        raise RuntimeError(f"kubespray's archive {args.kubespray} is missing: give its git archive "
+                           "(make compare KUBESPRAY_ARCHIVE=PATH)")
+    if not (Path(args.bundle) / "manifest.yml").is_file():
+        raise RuntimeError(f"no bundle at {args.bundle} (no manifest.yml): build it with make bundle, or give "
+                           "BUNDLE_DIR=DIR")
     names = [spec.partition(":")[0] for spec in args.node or NODES]
     if run.ADDED in names:
         raise RuntimeError(f"--node {run.ADDED}: that name is the worker the scale step adds; name the nodes otherwise")

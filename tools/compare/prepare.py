@@ -57,8 +57,13 @@ def host_packages(log: Path) -> list[str]:
                if subprocess.run(["dpkg-query", "-W", "-f=${Status}", name], capture_output=True, text=True,
                                  check=False).stdout != "install ok installed"]
     if missing:
-        _run(["apt-get", "install", "-y", "--no-install-recommends", *missing], log,
-             env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        install = ["apt-get", "install", "-y", "--no-install-recommends", *missing]
+        try:
+            _run(install, log, env=env)
+        except RuntimeError:  # package lists missing or stale (a fresh machine): read them, then once more
+            _run(["apt-get", "update"], log, env=env)
+            _run(install, log, env=env)
     return missing
 
 
