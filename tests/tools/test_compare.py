@@ -472,3 +472,89 @@ def test_the_inventory_from_what_lab_py_writes_keeps_the_added_worker_out_until_
 def test_docs_performance_holds_the_settings_table_as_the_code_prints_it():
     docs = (TOOLS.parent / "docs" / "performance.md").read_text(encoding="utf-8")
     assert kubespray.settings_table(kubespray.symbolic()) in docs
+
+
+def test_a_whole_comparison_with_the_lab_and_the_playbooks_replaced(tmp_path, monkeypatch):
+    """The glue of run.compare: both installers, their inventories, extra vars, services and steps, in order."""
+    lab = _lab_module()
+    bundle_dir = tmp_path / "bundle"
+    manifest = _fake_bundle(bundle_dir)
+    (bundle_dir / "manifest.yml").write_text(yaml.safe_dump(manifest), encoding="utf-8")
+    tarball = tmp_path / "kubespray.tar.gz"
+    with tarfile.open(tarball, "w:gz", format=tarfile.PAX_FORMAT, pax_headers={"comment": "46dbdd3994b3"}) as tar:
+        data = b"ansible==11.13.0\n"
+        info = tarfile.TarInfo("kubespray/requirements.txt")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    calls: list[str] = []
+
+    def fake_lab(*argv):
+        calls.append(" ".join(argv[:3]))
+        if argv[0] == "up":
+            inventory = Path(argv[argv.index("--inventory") + 1])
+            nodes = lab.parse_nodes(a.split("=", 1)[1] for a in argv if a.startswith("--node="))
+            for index, node in enumerate(nodes.values()):
+                node.ip = f"10.88.100.{11 + index}"
+            inventory.parent.mkdir(parents=True, exist_ok=True)
+            inventory.write_text(lab.render_inventory(lab.Cluster(argv[2], "10.88.100.0/24", nodes), Path("/k"), {}))
+
+    @contextlib.contextmanager
+    def fake_service(*args):
+        calls.append(f"start {args[-1].name}")
+        yield "10.88.0.1:5000" if "registry" in args[-1].name else "http://10.88.0.1:8780"
+        calls.append(f"stop {args[-1].name}")
+
+    executed: list[tuple[str, ...]] = []
+
+    def fake_execute(command):
+        executed.append(tuple(command.argv))
+        failing = "upgrade-cluster.yml" in command.argv
+        return (2, FAILED_OUTPUT) if failing else (0, RECAP_OUTPUT.format(cp1_ok=9, changed=0))
+
+    monkeypatch.setattr(run, "lab", fake_lab)
+    monkeypatch.setattr(run.services, "file_server", fake_service)
+    monkeypatch.setattr(run.services, "registry", fake_service)
+    monkeypatch.setattr(run.services, "gateway", lambda: "10.88.0.1")
+    monkeypatch.setattr(run, "fill_registry", lambda *args: calls.append("fill") or 12)
+    monkeypatch.setattr(run.prepare, "host_packages", lambda log: [])
+    monkeypatch.setattr(run.prepare, "kubespray_venv", lambda source, cache, log: tmp_path / "venv/bin/ansible-playbook")
+    nerdctl = tmp_path / "nerdctl"
+    nerdctl.write_bytes(b"#!nerdctl\n")
+    monkeypatch.setattr(run.prepare, "nerdctl", lambda cache, log: nerdctl)
+    monkeypatch.setattr(run.prepare, "haproxy_image", lambda cache, log: tmp_path / "haproxy.tar")
+    monkeypatch.setattr(run.prepare, "cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setattr(run.check, "downloads", lambda *args: calls.append(f"check {args[2].name}") or {})
+    monkeypatch.setattr(steps, "_execute", fake_execute)
+
+    class Client:
+        def stop(self):
+            return {"requests": 100, "failures": 0, "first_failures": []}
+
+    monkeypatch.setattr(run.bench, "serve_web", lambda inventory, manifest, logs: calls.append(
+        f"web {Path(inventory).parent.name} {next(i['ref'] for i in manifest['images'] if i['name'] == 'busybox')}")
+        or Client())
+    opts = run.Options(bundle=bundle_dir, nodes=["cp1:kube_control_plane,etcd", "w1:kube_node"], lab_vars=[],
+                       tarball=tarball, work=tmp_path / "work")
+    results, section = run.compare(opts)
+
+    assert [(r.installer, r.step, r.ok) for r in results] == [
+        ("slipway", s, True) for s in report.STEPS] + [("kubespray", s, s != "upgrade") for s in report.STEPS]
+    assert calls[:2] == ["down --cluster cmp-slipway", "up --cluster cmp-slipway"]
+    assert "web slipway docker.io/library/busybox:1.35.0" in calls
+    assert "web kubespray 10.88.0.1:5000/library/busybox:1.35.0" in calls
+    assert calls.index("check extra-1.36.5.yml") < calls.index("up --cluster cmp-kubespray")
+    assert calls[-3:] == ["stop registry.log", "stop files.log", "down --cluster cmp-kubespray"]
+    kubespray_runs = [argv for argv in executed if "--become" in argv]
+    assert [next(a for a in argv[7:] if a.endswith(".yml")) for argv in kubespray_runs] == [
+        "cluster.yml", "cluster.yml", "playbooks/facts.yml", "scale.yml", "remove-node.yml", "upgrade-cluster.yml",
+        "reset.yml"]
+    assert kubespray_runs[-2][6] == f"@{tmp_path / 'work' / 'kubespray' / 'extra-1.37.1.yml'}"
+    assert kubespray_runs[0][6] == f"@{tmp_path / 'work' / 'kubespray' / 'extra-1.36.5.yml'}"
+    written = yaml.safe_load((tmp_path / "work" / "kubespray" / "hosts.yml").read_text())
+    assert set(written["all"]["hosts"]) == {"cp1", "w1"}  # the added worker out again for the upgrade
+    extra = yaml.safe_load((tmp_path / "work" / "kubespray" / "extra-1.37.1.yml").read_text())
+    assert extra["kube_version"] == "1.37.1" and extra["dl_k8s_io_url"] == "http://10.88.0.1:8780/dl.k8s.io"
+    upgrade = next(line for line in section.splitlines() if line.startswith("| upgrade one minor |"))
+    assert upgrade.split(" | ")[2:4] == ["**failed**", "–"] and "0 of 100 requests failed" in upgrade
+    assert "kubespray, upgrade one minor: failed" in section and "the kernel is too old" in section
+    assert "kubespray 46dbdd399" in section
