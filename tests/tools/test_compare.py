@@ -474,8 +474,9 @@ def test_docs_performance_holds_the_settings_table_as_the_code_prints_it():
     assert kubespray.settings_table(kubespray.symbolic()) in docs
 
 
-def test_a_whole_comparison_with_the_lab_and_the_playbooks_replaced(tmp_path, monkeypatch):
-    """The glue of run.compare: both installers, their inventories, extra vars, services and steps, in order."""
+@pytest.fixture(name="replaced")
+def fixture_replaced(tmp_path, monkeypatch):
+    """The lab, the services, the builds and the playbooks replaced; what was called is recorded."""
     lab = _lab_module()
     bundle_dir = tmp_path / "bundle"
     manifest = _fake_bundle(bundle_dir)
@@ -533,6 +534,12 @@ def test_a_whole_comparison_with_the_lab_and_the_playbooks_replaced(tmp_path, mo
     monkeypatch.setattr(run.bench, "serve_web", lambda inventory, manifest, logs: calls.append(
         f"web {Path(inventory).parent.name} {next(i['ref'] for i in manifest['images'] if i['name'] == 'busybox')}")
         or Client())
+    return {"calls": calls, "executed": executed, "bundle": bundle_dir, "tarball": tarball, "work": tmp_path / "work"}
+
+
+def test_a_whole_comparison_with_the_lab_and_the_playbooks_replaced(replaced, tmp_path):
+    """The glue of run.compare: both installers, their inventories, extra vars, services and steps, in order."""
+    calls, executed, bundle_dir, tarball = (replaced[k] for k in ("calls", "executed", "bundle", "tarball"))
     opts = run.Options(bundle=bundle_dir, nodes=["cp1:kube_control_plane,etcd", "w1:kube_node"], lab_vars=[],
                        tarball=tarball, work=tmp_path / "work")
     results, section = run.compare(opts)
@@ -558,3 +565,15 @@ def test_a_whole_comparison_with_the_lab_and_the_playbooks_replaced(tmp_path, mo
     assert upgrade.split(" | ")[2:4] == ["**failed**", "–"] and "0 of 100 requests failed" in upgrade
     assert "kubespray, upgrade one minor: failed" in section and "the kernel is too old" in section
     assert "kubespray 46dbdd399" in section
+
+
+def test_make_compare_prints_the_section_and_fails_when_a_step_failed(replaced, capsys):
+    from compare import __main__ as cli
+
+    code = cli.main(["--kubespray", str(replaced["tarball"]), "--work", str(replaced["work"]), "run",
+                     "--bundle", str(replaced["bundle"]), "--node", "cp1:kube_control_plane,etcd", "--node", "w1:kube_node"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "Load average (1 min): slipway " in out and "| step | slipway | kubespray |" in out
+    assert "kubespray, upgrade one minor: failed" in out
+    assert (replaced["work"] / "compare.md").read_text(encoding="utf-8") in out
