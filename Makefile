@@ -33,7 +33,7 @@ SCENARIOS   ?= lifecycle upgrade vip kubesphere loadbalancer loadbalancer_local 
 TEST_LANES  ?= 2
 SCENARIO    ?= preinstall
 
-.PHONY: help deps venv collection bundle bundle-verify lab lab-down lab-status bench bench-scale bench-upgrade bench-operator bench-preflight audit lint sanity units integration molecule test clean
+.PHONY: help deps venv collection bundle bundle-verify lab lab-down lab-status bench bench-scale bench-upgrade bench-operator bench-preflight compare audit lint sanity units integration molecule test clean
 
 help:
 	@echo "make lab        bring up the podman lab and run site.yml on it"
@@ -42,6 +42,7 @@ help:
 	@echo "make bench-scale  the same cluster grown by one worker with scale.yml (BENCH_ADD)"
 	@echo "make bench-upgrade  the same cluster made at the older release, then upgrade.yml under a client"
 	@echo "make bench-operator  slipway-operator on a single-node cluster: kubectl patch -> status enabled, a no-op reconcile"
+	@echo "make compare    slipway and kubespray side by side: the same 5-node cluster, six steps each, one table"
 	@echo "make audit      kube-bench itself (cis-1.12, built from its Go module) on the lab cluster's nodes"
 	@echo "make lint | sanity | units | integration | molecule SCENARIO=name | lab-down | lab-status"
 
@@ -112,6 +113,17 @@ bench-operator: deps venv collection bundle
 # 1,000 generated hosts, no host contacted (docs/performance.md).
 bench-preflight: venv collection
 	$(PY) tools/bench_preflight.py
+
+# slipway and kubespray side by side (tools/compare, docs/performance.md): for each in turn a fresh lab cluster of
+# LAB_NODES (cmp-slipway, then cmp-kubespray) from the bundle, then create, a no-op rerun, one worker added and
+# removed, an upgrade from the bundle's older release under a client loop, and reset, each timed; one table, and the
+# same in Markdown under .cache/compare/. kubespray is KUBESPRAY_ARCHIVE (a git archive of it) run as it is, with
+# only the settings `tools/compare` lists; its files server and registry run on the lab network while it runs.
+# Run it on a quiet machine: one installer after the other, the ratios mean something only if nothing else runs.
+KUBESPRAY_ARCHIVE ?= /work/shared/reference/kubespray/kubespray-46dbdd399.tar.gz
+compare: deps venv collection bundle
+	cd tools && $(PY) -m compare --kubespray $(KUBESPRAY_ARCHIVE) --work $(CACHE)/compare run --bundle $(BUNDLE_DIR) \
+	  $(addprefix --node ,$(LAB_NODES)) $(addprefix --vars ,$(LAB_VARS))
 
 # kube-bench itself on the lab cluster (make lab): built once from its Go module (tools/kube_bench.py), run on the
 # first control plane, the first worker and the first etcd member; prints what is not PASS (docs/security.md)

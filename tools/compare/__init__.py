@@ -1,0 +1,1 @@
+"""make compare: slipway and kubespray side by side on the same lab cluster (docs/performance.md)."""

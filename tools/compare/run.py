@@ -1,0 +1,273 @@
+"""One comparison: for each installer in turn, a fresh 5-node lab cluster and the six steps on it.
+
+The lab nodes come from lab/lab.py (its CLI, as tools/bench.py uses it); the web workload and the
+client loop of the upgrade, and the PLAY RECAP parser, are tools/bench.py's. kubespray gets the
+bundle from a files server and a registry on the lab network's gateway, started here and stopped
+when the run ends, also when it fails.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from compare import bundle as bundle_mod
+from compare import check, kubespray, prepare, report, services, steps
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = ROOT / "tools"
+if str(TOOLS) not in sys.path:
+    sys.path.insert(0, str(TOOLS))
+import bench  # noqa: E402  (tools/bench.py: recap, serve_web)
+
+LAB = ROOT / "lab" / "lab.py"
+# The images kubespray pulls for this cluster (and the client loop's busybox), by the bundle's short names.
+IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "etcd", "coredns", "pause",
+          "flannel", "flannel-cni-plugin", "metrics-server", "busybox")
+ADDED = "w3"
+# The steps a step needs done (default: create); after a failed one it is not run, and says why.
+NEEDS = {"create": (), "remove": ("create", "scale")}
+
+
+@dataclasses.dataclass
+class Options:
+    bundle: Path
+    nodes: list[str]
+    lab_vars: list[str]
+    tarball: Path
+    work: Path
+    installers: tuple[str, ...] = report.INSTALLERS
+    files_port: int = 8780
+    registry_port: int = 5000
+
+
+def unpack(tarball: Path, into: Path) -> tuple[Path, str]:
+    """kubespray's `git archive` unpacked once (never into the checkout's tracked files); (its tree, its commit)."""
+    with tarfile.open(tarball) as tar:
+        commit = str(tar.pax_headers.get("comment", ""))[:9] or tarball.name
+        digest = hashlib.sha256(tarball.read_bytes()).hexdigest()
+        source = into / "kubespray"
+        stamp = into / "kubespray.stamp"
+        if not (stamp.is_file() and stamp.read_text(encoding="utf-8") == digest):
+            shutil.rmtree(into, ignore_errors=True)
+            into.mkdir(parents=True)
+            tar.extractall(into, filter="data")
+            top = next(p for p in into.iterdir() if p.is_dir())
+            if top != source:
+                top.rename(source)
+            stamp.write_text(digest, encoding="utf-8")
+    return source, commit
+
+
+def git_commit(root: Path) -> str:
+    out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                         check=False).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, check=False).stdout.strip()
+    return (out or "unknown") + ("+changes" if dirty else "")
+
+
+def lab(*argv: str) -> None:
+    proc = subprocess.run([sys.executable, str(LAB), *argv], text=True, capture_output=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"lab.py {' '.join(argv[:3])} failed: {proc.stdout[-1500:]}{proc.stderr[-1500:]}")
+
+
+def lab_up(cluster: str, inventory: Path, nodes: list[str], added_groups: str, lab_vars: list[str]) -> None:
+    """The cluster's nodes with the added worker started too; in its group only once it is added."""
+    lab("up", "--cluster", cluster, "--inventory", str(inventory),
+        *[f"--node={n}" for n in [*nodes, f"{ADDED}:{added_groups}"]], *[f"--vars={v}" for v in lab_vars])
+
+
+@contextlib.contextmanager
+def client_loop(inventory: Path, manifest: dict[str, Any], logs: Path) -> Iterator[list[dict[str, Any]]]:
+    """tools/bench.py's web Deployment and client during the block; the client's counts appended at the end."""
+    counts: list[dict[str, Any]] = []
+    client = bench.serve_web(str(inventory), manifest, logs)
+    try:
+        yield counts
+    finally:
+        counts.append(client.stop())
+
+
+def measure(installer: str, run_steps: dict[str, list[steps.Command]], before: dict[str, Any], logs: Path,
+            upgrade_client: Any) -> list[report.StepResult]:
+    """The steps in order; after a failed step the ones that need it are marked not run, with the reason."""
+    results: list[report.StepResult] = []
+    failed: set[str] = set()
+    for step in report.STEPS:
+        missing = [need for need in NEEDS.get(step, ("create",)) if need in failed]
+        if missing:
+            results.append(report.StepResult(installer, step, error=f"not run: the {missing[0]} step failed", ran=False))
+            failed.add(step)
+            continue
+        if step in before:
+            try:
+                before[step]()
+            except (RuntimeError, OSError, subprocess.CalledProcessError) as error:
+                results.append(report.StepResult(installer, step, error=f"preparing the step failed: {error}"))
+                failed.add(step)
+                continue
+        log = logs / f"{installer}-{step}.log"
+        print(f"== {installer}: {step} (log {log})", flush=True)
+        if step == "upgrade":
+            counts: list[dict[str, Any]] = []
+            try:
+                with upgrade_client() as counts:
+                    result = steps.run_step(installer, step, run_steps[step], log, bench.recap)
+            except (RuntimeError, OSError, subprocess.CalledProcessError) as error:
+                result = report.StepResult(installer, step, error=f"the client loop failed: {error}")
+            if counts and result.ok:
+                result.failed_requests, result.requests = counts[0]["failures"], counts[0]["requests"]
+        else:
+            result = steps.run_step(installer, step, run_steps[step], log, bench.recap)
+        results.append(result)
+        print(f"   {'failed' if result.error else f'{result.seconds:.0f} s, {result.changed} changed'}", flush=True)
+        if result.error:
+            failed.add(step)
+    return results
+
+
+def compare(opts: Options) -> tuple[list[report.StepResult], str]:
+    """Both installers, one after the other; the results and the Markdown section for docs/performance.md."""
+    manifest = yaml.safe_load((opts.bundle / "manifest.yml").read_text(encoding="utf-8"))
+    older, current = bundle_mod.upgrade_pair(manifest)
+    for release in (older, current):
+        bundle_mod.check_release(release)
+    cache = prepare.cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    logs = opts.work / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    source, kubespray_commit = unpack(opts.tarball, opts.work / "src")
+    python = Path(sys.executable)
+    bench.BUNDLE = opts.bundle  # serve_web's kubectl
+    results: list[report.StepResult] = []
+    load: dict[str, tuple[float, float]] = {}
+    for installer in opts.installers:
+        cluster = f"cmp-{installer}"
+        inventory = opts.work / installer / "hosts.yml"
+        lab("down", "--cluster", cluster)
+        start = os.getloadavg()[0]
+        try:
+            if installer == "slipway":
+                results += _slipway(opts, cluster, inventory, python, older, current, manifest, logs)
+            else:
+                results += _kubespray(opts, cluster, inventory, source, cache, older, current, manifest, logs)
+        except (RuntimeError, OSError, subprocess.CalledProcessError, bundle_mod.BundleError) as error:
+            # Setting up (lab nodes, files server, registry, builds) failed: the other installer still runs.
+            results += not_run_after(installer, report.StepResult(installer, "create",
+                                                                  error=f"setting up the {installer} run failed: {error}"))
+        finally:
+            load[installer] = (start, os.getloadavg()[0])
+            lab("down", "--cluster", cluster)
+    section = report.document(results, when=datetime.datetime.now(datetime.timezone.utc), machine=report.Machine.here(),
+                              slipway_commit=git_commit(ROOT), kubespray_commit=kubespray_commit, load=load,
+                              versions=(older.kubernetes, current.kubernetes))
+    return results, section
+
+
+def _slipway(opts: Options, cluster: str, inventory: Path, python: Path, older: bundle_mod.Release,
+             current: bundle_mod.Release, manifest: dict[str, Any], logs: Path) -> list[report.StepResult]:
+    base_vars = ["slipway_artifacts_source=bundle", f"slipway_artifacts_bundle_dir={opts.bundle}",
+                 "control_plane_coredns_upstreams=[]", *opts.lab_vars, f"slipway_kubernetes_version={older.kubernetes}"]
+    lab_up(cluster, inventory, opts.nodes, "", base_vars)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+    playbook = str(python.parent / "ansible-playbook")
+    run_steps = {step: steps.slipway_commands(step, playbook=playbook, inventory=inventory, root=ROOT, env=env,
+                                              added=ADDED, version=current.kubernetes) for step in report.STEPS}
+    before = {
+        "scale": lambda: lab_up(cluster, inventory, opts.nodes, "kube_node", base_vars),
+        "upgrade": lambda: lab_up(cluster, inventory, opts.nodes, "", base_vars),
+    }
+    return measure("slipway", run_steps, before, logs, lambda: client_loop(inventory, manifest, logs))
+
+
+def _kubespray(opts: Options, cluster: str, inventory: Path, source: Path, cache: Path, older: bundle_mod.Release,
+               current: bundle_mod.Release, manifest: dict[str, Any], logs: Path) -> list[report.StepResult]:
+    plog = logs / "prepare.log"
+    prepare.host_packages(plog)
+    playbook = prepare.kubespray_venv(source, cache, plog)
+    nerdctl = (prepare.NERDCTL_VERSION, prepare.nerdctl(cache, plog))
+    address = services.gateway()
+    files_root = opts.work / "files_repo"
+    served = {r.kubernetes: bundle_mod.files_repo(opts.bundle, r, files_root, nerdctl) for r in (older, current)}
+    lab_inventory = opts.work / "kubespray" / "lab-hosts.yml"
+    with contextlib.ExitStack() as stack:
+        files_url = stack.enter_context(services.file_server(files_root, address, opts.files_port, logs / "files.log"))
+        registry = stack.enter_context(services.registry(opts.work / "registry", address, opts.registry_port,
+                                                         logs / "registry.log"))
+        fill_registry(opts.bundle, registry, [older, current], prepare.haproxy_image(cache, plog), logs / "skopeo.log")
+        extra = {}
+        for release in (older, current):
+            found = kubespray.settings(release, served[release.kubernetes], files_url, registry)
+            extra[release.kubernetes] = kubespray.write_yaml(opts.work / "kubespray" / f"extra-{release.kubernetes}.yml",
+                                                             kubespray.extra_vars(found))
+        write_settings_table(opts.work / "kubespray" / "settings.md",
+                             kubespray.settings(older, served[older.kubernetes], files_url, registry))
+        env = check.clean_env(playbook.parent)
+        try:
+            for path in extra.values():
+                check.downloads(playbook, source, path, opts.work / "kubespray", env)
+        except RuntimeError as error:
+            return not_run_after("kubespray", report.StepResult("kubespray", "create", error=str(error)))
+
+        def inventory_for(added_in: bool) -> None:
+            lab_up(cluster, lab_inventory, opts.nodes, "kube_node" if added_in else "", [])
+            document = yaml.safe_load(lab_inventory.read_text(encoding="utf-8"))
+            kubespray.write_yaml(inventory, kubespray.inventory(document, set() if added_in else {ADDED}))
+
+        inventory_for(False)
+        env["ANSIBLE_CONFIG"] = str(source / "ansible.cfg")
+        env["ANSIBLE_CACHE_PLUGIN_CONNECTION"] = str(fresh_fact_cache(opts.work / "kubespray" / "facts"))
+        run_steps = {step: steps.kubespray_commands(
+            step, playbook=str(playbook), inventory=inventory, source=source, env=env, added=ADDED,
+            extra=extra[current.kubernetes if step in ("upgrade", "reset") else older.kubernetes])
+            for step in report.STEPS}
+        before = {"scale": lambda: inventory_for(True), "upgrade": lambda: inventory_for(False)}
+        web = dict(manifest, images=[dict(i, ref=kubespray.mirror_ref(registry, i["ref"])) if i["name"] == "busybox"
+                                     else i for i in manifest["images"]])
+        return measure("kubespray", run_steps, before, logs, lambda: client_loop(inventory, web, logs))
+
+
+def fresh_fact_cache(path: Path) -> Path:
+    """kubespray's ansible.cfg caches facts as JSON files in /tmp for a day (gathering = smart): facts of the
+    nodes of an earlier run, by the same names, would be taken for these. Its cache goes to an empty directory
+    of this run instead, as on a controller that never ran it; within the run it caches as it always does."""
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
+def not_run_after(installer: str, failed: report.StepResult) -> list[report.StepResult]:
+    """A failed first step and every other step not run, because of it."""
+    return [failed] + [report.StepResult(installer, step, error=f"not run: the {failed.step} step failed", ran=False)
+                       for step in report.STEPS if step != failed.step]
+
+
+def fill_registry(bundle: Path, registry: str, releases: list[bundle_mod.Release], haproxy: Path, log: Path) -> int:
+    """Every image kubespray pulls, from the bundle's archives (skopeo), and the haproxy image; the count pushed."""
+    pushed: set[str] = set()
+    for release in releases:
+        for name in IMAGES:
+            ref = kubespray.mirror_ref(registry, release.images[name])
+            if ref not in pushed:
+                services.push(bundle / release.image_paths[name], ref, log)
+                pushed.add(ref)
+    services.push(haproxy, kubespray.haproxy_ref(registry), log)
+    return len(pushed) + 1
+
+
+def write_settings_table(path: Path, found: list[kubespray.Setting]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(kubespray.settings_table(found) + "\n", encoding="utf-8")
