@@ -14,6 +14,8 @@ import signal
 import socket
 import sys
 
+from slipway_operator.__main__ import login_info, serve_http  # one HTTP server and one kopf login for both
+
 from . import controller, jobs
 
 LOGGER = logging.getLogger("slipway_fleet")
@@ -67,30 +69,6 @@ def parse(argv: list[str]) -> controller.Options:
                               lease_namespace=args.lease_namespace, lease_name=args.lease_name, identity=args.identity)
 
 
-async def serve_http(options: controller.Options, metrics: controller.Metrics, state: dict):
-    from aiohttp import web  # pylint: disable=import-outside-toplevel  # kopf's own dependency
-    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest  # pylint: disable=import-outside-toplevel
-
-    async def healthz(_request):
-        return web.Response(text="ok")
-
-    async def readyz(_request):
-        return web.Response(text="leader" if state.get("leader") else "standby") if state.get("ready") \
-            else web.Response(status=503, text="starting")
-
-    async def metrics_page(_request):
-        return web.Response(body=generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-    web_app = web.Application()
-    web_app.router.add_get("/healthz", healthz)
-    web_app.router.add_get("/readyz", readyz)
-    web_app.router.add_get("/metrics", metrics_page)
-    runner = web.AppRunner(web_app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "0.0.0.0", options.port).start()  # nosec B104 # probes and scrapes come from outside the pod
-    return runner
-
-
 def register_handlers(options: controller.Options, ctl: controller.Controller, api_client) -> None:
     """kopf watches only: every event names the cluster to reconcile."""
     import kopf  # pylint: disable=import-outside-toplevel
@@ -98,14 +76,7 @@ def register_handlers(options: controller.Options, ctl: controller.Controller, a
 
     @kopf.on.login()
     def login(**kwargs):
-        if not options.kubeconfig:
-            return kopf.login_with_service_account(**kwargs)
-        conf = api_client.configuration
-        header = conf.get_api_key_with_prefix("BearerToken") or conf.get_api_key_with_prefix("authorization") or ""
-        scheme, _space, token = header.partition(" ")
-        return kopf.ConnectionInfo(server=conf.host, ca_path=conf.ssl_ca_cert, insecure=not conf.verify_ssl,
-                                   certificate_path=conf.cert_file or None, private_key_path=conf.key_file or None,
-                                   scheme=scheme or None, token=token or None)
+        return login_info(options.kubeconfig, api_client, **kwargs)
 
     @kopf.on.startup()
     def configure(settings: kopf.OperatorSettings, **_):

@@ -247,8 +247,12 @@ def plan(wanted: dict, applied: dict | None, deleting: bool = False, adopt: bool
     if deleting:
         if wanted.get("deletionPolicy", "Reset") == "Keep" or not (created or applied is not None):
             return Plan(type=None)
-        spec = applied or wanted
-        return Plan(type="reset", hosts=[host["name"] for host in _hosts(spec)], run_spec=copy.deepcopy(spec))
+        # Every host an operation may have touched: the spec's, and those applied but not removed yet (an
+        # operation that failed halfway leaves hosts of both).
+        spec = copy.deepcopy(wanted)
+        names = {host["name"] for host in _hosts(spec)}
+        spec["hosts"] = _hosts(spec) + [host for host in _hosts(applied or {}) if host["name"] not in names]
+        return Plan(type="reset", hosts=[host["name"] for host in _hosts(spec)], run_spec=spec)
     if applied is None:
         if adopt:
             return Plan(type="adopt", target=copy.deepcopy(wanted))

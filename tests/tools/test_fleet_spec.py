@@ -214,6 +214,11 @@ def test_a_changed_role_or_address_is_refused_with_what_to_do():
 def test_deletion_resets_the_hosts_unless_kept():
     step = fleet.plan(cluster(), cluster(), deleting=True)
     assert step.type == "reset" and step.hosts == ["cp1", "w1"]
+    # A host added whose scale failed, and one removed whose remove-node did not run yet: both may be touched.
+    step = fleet.plan(with_host(cluster(), "w3", "10.10.0.23", ["worker"]),
+                      with_host(cluster(), "w2", "10.10.0.22", ["worker"]), deleting=True)
+    assert step.hosts == ["cp1", "w1", "w3", "w2"]
+    assert set(fleet.inventory(step.run_spec)["all"]["hosts"]) == {"cp1", "w1", "w2", "w3"}
     assert fleet.operation_vars("reset", step.hosts, step.run_spec, "prod")["reset_confirm"] == "yes"
     assert fleet.plan(cluster(deletionPolicy="Keep"), cluster(), deleting=True).type is None
 
