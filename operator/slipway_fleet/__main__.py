@@ -70,7 +70,7 @@ def parse(argv: list[str]) -> controller.Options:
 
 
 def register_handlers(options: controller.Options, ctl: controller.Controller, api_client) -> None:
-    """kopf watches only: every event names the cluster to reconcile."""
+    """kopf watches only: every event names the cluster to reconcile (async handlers: they run in the loop)."""
     import kopf  # pylint: disable=import-outside-toplevel
     from . import spec as fleet  # pylint: disable=import-outside-toplevel
 
@@ -86,17 +86,17 @@ def register_handlers(options: controller.Options, ctl: controller.Controller, a
     managed = {"app.kubernetes.io/managed-by": jobs.MANAGED_BY}
 
     @kopf.on.event(fleet.GROUP, fleet.VERSION, fleet.CLUSTERS)
-    def on_cluster(name, namespace, **_):
+    async def on_cluster(name, namespace, **_):
         ctl.trigger(namespace, name)
 
     @kopf.on.event(fleet.GROUP, fleet.VERSION, fleet.OPERATIONS)
-    def on_operation(spec, namespace, **_):
+    async def on_operation(spec, namespace, **_):
         if spec.get("cluster"):
             ctl.trigger(namespace, spec["cluster"])
 
     @kopf.on.event("batch", "v1", "jobs", labels=managed)
     @kopf.on.event("", "v1", "pods", labels=managed)
-    def on_job(labels, namespace, **_):
+    async def on_job(labels, namespace, **_):
         if labels.get(jobs.LABEL_CLUSTER):
             ctl.trigger(namespace, labels[jobs.LABEL_CLUSTER])
 

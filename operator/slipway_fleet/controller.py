@@ -107,12 +107,20 @@ class Controller:  # pylint: disable=too-many-instance-attributes
         self.queued: set[tuple[str, str]] = set()
         self.waiting: set[tuple[str, str]] = set()
         self.observing: set[tuple[str, str]] = set()
+        self.loop: asyncio.AbstractEventLoop | None = None
         self._preflight_cache: dict[tuple[str, int], fleet.Preflight] = {}
         self._last_event: dict[tuple[str, str], tuple[str, str]] = {}
 
     # --- the queue ---------------------------------------------------------------------------------------
 
     def trigger(self, namespace: str, name: str, observe: bool = False) -> None:
+        """Queue a reconcile of the cluster; safe from the reconcile's thread as from the event loop."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._enqueue, namespace, name, observe)
+        else:
+            self._enqueue(namespace, name, observe)
+
+    def _enqueue(self, namespace: str, name: str, observe: bool) -> None:
         key = (namespace, name)
         if observe:
             self.observing.add(key)
@@ -121,6 +129,7 @@ class Controller:  # pylint: disable=too-many-instance-attributes
             self.queue.put_nowait(key)
 
     async def run(self) -> None:
+        self.loop = asyncio.get_running_loop()
         while True:
             key = await self.queue.get()
             self.queued.discard(key)
@@ -250,7 +259,7 @@ class Controller:  # pylint: disable=too-many-instance-attributes
 
         last = status.get("lastOperation") or {}
         if last.get("phase") in jobs.ACTIVE_PHASES:
-            if not self.follow(obj, status, last):
+            if not self.follow(obj, status, last, observe):
                 return
             obj = self.get_cluster(namespace, name)
             if obj is None:
@@ -267,7 +276,7 @@ class Controller:  # pylint: disable=too-many-instance-attributes
             return
         self.next_operation(obj, status, deleting, observe)
 
-    def follow(self, obj: dict, status: dict, last: dict) -> bool:
+    def follow(self, obj: dict, status: dict, last: dict, observe: bool = False) -> bool:
         """Update the operation in progress from its Job; True once it has ended (the cluster may go on)."""
         namespace = obj["metadata"]["namespace"]
         op = self.get_operation(namespace, last["name"])
@@ -294,6 +303,7 @@ class Controller:  # pylint: disable=too-many-instance-attributes
             self.patch_operation_status(op, op_status)
         if state.phase in jobs.ACTIVE_PHASES:
             new = dict(status, lastOperation={**last, "phase": state.phase})
+            self.observe(obj, new, observe)
             self.patch_cluster_status(obj, new)
             return False
         self.finish(obj, status, last, op, state, op_status)
@@ -305,6 +315,7 @@ class Controller:  # pylint: disable=too-many-instance-attributes
         generation = int(obj["metadata"].get("generation") or 0)
         succeeded = state.phase == "Succeeded"
         self.metrics.operations.labels(type=op_type, result="succeeded" if succeeded else "failed").inc()
+        self.metrics.running.dec()
         started, ended = _parse_time(op_status.get("startTime")), _parse_time(op_status.get("completionTime"))
         if started is not None and ended is not None:
             self.metrics.duration.labels(type=op_type).observe(max(0.0, ended - started))
@@ -395,7 +406,7 @@ class Controller:  # pylint: disable=too-many-instance-attributes
         if op_type == "adopt":
             status.update(phase="Running", created=True, appliedSpec={"json": json.dumps(target, sort_keys=True)},
                           appliedGeneration=generation, kubernetesVersion=target["kubernetesVersion"])
-            self.post_event(obj, "Normal", "Adopted", f"the hosts run this spec already (site.yml): recorded, nothing run")
+            self.post_event(obj, "Normal", "Adopted", "the hosts run this spec already (site.yml): recorded, nothing run")
             self.observe(obj, status, observe)
             self.patch_cluster_status(obj, status)
             return

@@ -217,9 +217,11 @@ def job_state(job_obj: dict | None, pods: list[dict]) -> JobState:
         return JobState("Failed", message="the operation's Job is gone (deleted, or removed after ttlSecondsAfterFinished)")
     status = job_obj.get("status") or {}
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
-    ordered = sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "")
-    finished = [(pod, _terminated(pod)) for pod in ordered]
-    finished = [(pod, term) for pod, term in finished if term]
+    finished = [(pod, _terminated(pod)) for pod in pods]
+    # The runs in the order they ended (then started): the last one's summary is the operation's.
+    finished = sorted(((pod, term) for pod, term in finished if term),
+                      key=lambda item: (item[1].get("finishedAt") or "", item[0]["metadata"].get("creationTimestamp") or "",
+                                        item[0]["metadata"].get("name") or ""))
     summary = summary_of(finished[-1][1]) if finished else {}
     failed = int(status.get("failed") or 0)
     attempts = failed + int(status.get("succeeded") or 0) + int(status.get("active") or 0)

@@ -233,6 +233,16 @@ def events(kube_api, name: str) -> list[tuple[str, str]]:
             if e.get("reportingComponent") == "slipway-fleet" and e["involvedObject"]["name"] == name]
 
 
+def status_of(obj: dict, key: str):
+    return (obj.get("status") or {}).get(key)
+
+
+def cluster_when(kube_api, name: str, predicate) -> dict | None:
+    """The SlipwayCluster once ``predicate`` holds for it, else None."""
+    obj = get(kube_api, name)
+    return obj if obj and predicate(obj) else None
+
+
 def condition(obj: dict, kind: str) -> dict:
     return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), {})
 
@@ -249,7 +259,7 @@ def run_pod(kube_api, op_name: str, cluster: str, index: int, exit_code: int, me
         "containerStatuses": [{"name": jobs.CONTAINER, "image": "localhost/slipway/operator:test", "imageID": "", "ready": False,
                                "restartCount": 0, "state": {"terminated": {
                                    "exitCode": exit_code, "message": message, "reason": "Error" if exit_code else "Completed",
-                                   "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:01:00Z"}}}]}})
+                                   "startedAt": "2026-01-01T00:00:00Z", "finishedAt": f"2026-01-01T00:0{index}:00Z"}}}]}})
 
 
 def job_status(kube_api, op_name: str, status: dict) -> None:
@@ -289,17 +299,17 @@ class TestController:
         assert yaml.safe_load(inputs["inventory.yml"])["all"]["children"]["kube_node"]["hosts"] == {"w1": {}}
         assert json.loads(inputs["vars.json"])["slipway_kubernetes_version"] == "1.36.5"
         assert "secret-test-key" not in json.dumps(inputs) and "secret-test-key" not in json.dumps(job)
-        obj = wait_controller(controller, lambda: (lambda o: o if (o.get("status") or {}).get("phase") == "Provisioning"
-                                                   else None)(get(kube_api, "alpha")), "alpha Provisioning")
+        obj = wait_controller(controller, lambda: cluster_when(kube_api, "alpha", lambda o: status_of(o, "phase") == "Provisioning"),
+                              "alpha Provisioning")
         assert jobs.FINALIZER in obj["metadata"]["finalizers"]
         assert obj["status"]["lastOperation"]["name"] == name and obj["status"]["created"] is True
         assert condition(obj, "PreflightPassed")["status"] == "True"
-        assert any(reason == "OperationStarted" for reason, _ in events(kube_api, "alpha"))
+        assert any(reason == "OperationStarted" for reason, _message in events(kube_api, "alpha"))
 
     def test_a_second_cluster_waits_for_a_slot(self, kube_api, controller):
         kube_api.request("post", clusters(NS), body=a_cluster("beta", hosts=[
             {"name": "cp1", "address": "192.0.2.31", "roles": ["control_plane"]}]))
-        wait_controller(controller, lambda: any(r == "WaitingForSlot" for r, _ in events(kube_api, "beta")), "beta to wait")
+        wait_controller(controller, lambda: any(r == "WaitingForSlot" for r, _message in events(kube_api, "beta")), "beta to wait")
         assert ops_of(kube_api, "beta") == []
         assert metrics(controller[1])["slipway_fleet_clusters_waiting"] == 1
 
@@ -309,7 +319,7 @@ class TestController:
         name = ops_of(kube_api, "alpha")[0]["metadata"]["name"]
         run_pod(kube_api, name, "alpha", 1, 137, "")
         job_status(kube_api, name, {"failed": 1, "active": 1, "startTime": "2026-01-01T00:00:00Z"})
-        wait_controller(controller, lambda: any(r == "PlaybookRerun" for r, _ in events(kube_api, "alpha")), "the rerun Event")
+        wait_controller(controller, lambda: any(r == "PlaybookRerun" for r, _message in events(kube_api, "alpha")), "the rerun Event")
         op = kube_api.request("get", f"{operations(NS)}/{name}")
         assert op["status"]["phase"] == "Running" and op["status"]["attempts"] == 2
         assert len(ops_of(kube_api, "alpha")) == 1, "the edit waits for the operation in progress"
@@ -332,7 +342,7 @@ class TestController:
         assert obj["status"]["phase"] == "Scaling" and obj["status"]["kubernetesVersion"] == "1.36.5"
         assert ops_of(kube_api, "beta") == [], "alpha's next step took the slot first"
         values = metrics(controller[1])
-        assert values['slipway_fleet_operations_total{result="succeeded",type="create"}'] == 1
+        assert values['slipway_fleet_operations_total{type="create",result="succeeded"}'] == 1
         assert values['slipway_fleet_operation_duration_seconds_count{type="create"}'] == 1
         assert values["slipway_fleet_playbook_reruns_total"] == 1
 
@@ -356,8 +366,8 @@ class TestController:
                 "nodeInfo": {"kubeletVersion": "v1.36.5", "machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "",
                              "osImage": "", "containerRuntimeVersion": "", "kubeProxyVersion": "", "operatingSystem": "linux",
                              "architecture": "amd64"}}})
-        obj = wait_controller(controller, lambda: (lambda o: o if (o.get("status") or {}).get("nodesReady") == "1/2"
-                                                   else None)(get(kube_api, "alpha")), "alpha's nodes")
+        obj = wait_controller(controller, lambda: cluster_when(kube_api, "alpha", lambda o: status_of(o, "nodesReady") == "1/2"),
+                              "alpha's nodes")
         assert {n["name"]: (n["ready"], n["kubernetesVersion"]) for n in obj["status"]["nodes"]} == \
             {"cp1": (True, "v1.36.5"), "w1": (False, "v1.36.5")}
         assert condition(obj, "Ready")["status"] == "False" and "w1" in condition(obj, "Ready")["message"]
@@ -383,14 +393,14 @@ class TestController:
     def test_a_spec_the_model_refuses_gets_no_job(self, kube_api, controller):
         kube_api.request("post", clusters(NS), body=a_cluster("gamma", controlPlaneEndpoint={"mode": "vip"},
                                                               network={"podCIDR": "10.233.0.0/16"}))
-        obj = wait_controller(controller, lambda: (lambda o: o if condition(o, "PreflightPassed").get("status") == "False"
-                                                   else None)(get(kube_api, "gamma")), "gamma's preflight")
+        obj = wait_controller(controller, lambda: cluster_when(kube_api, "gamma", lambda o: condition(o, "PreflightPassed").get("status") == "False"),
+                              "gamma's preflight")
         message = condition(obj, "PreflightPassed")["message"]
         assert message.startswith("2 problem(s), no host touched"), message
         assert "spec.controlPlaneEndpoint.address (slipway_control_plane_endpoint)" in message
         assert "spec.network.podCIDR (slipway_pod_cidr)" in message
         assert obj["status"]["phase"] == "Failed" and not obj["status"].get("created")
-        assert [r for r, _ in events(kube_api, "gamma")] == ["PreflightFailed"]
+        assert [r for r, _message in events(kube_api, "gamma")] == ["PreflightFailed"]
         assert ops_of(kube_api, "gamma") == []
         jobs_of = [j for j in kube_api.request("get", f"/apis/batch/v1/namespaces/{NS}/jobs")["items"]
                    if j["metadata"]["labels"].get(jobs.LABEL_CLUSTER) == "gamma"]
@@ -408,8 +418,8 @@ class TestController:
         run_pod(kube_api, scale, "alpha", 1, jobs.EXIT_PLAYBOOK_FAILED, json.dumps(failure))
         job_status(kube_api, scale, {"failed": 1, "active": 0, "startTime": "2026-01-01T00:00:00Z",
                                      "conditions": finished("Failed", "PodFailurePolicy")})
-        obj = wait_controller(controller, lambda: (lambda o: o if (o.get("status") or {}).get("phase") == "Failed"
-                                                   else None)(get(kube_api, "alpha")), "alpha Failed")
+        obj = wait_controller(controller, lambda: cluster_when(kube_api, "alpha", lambda o: status_of(o, "phase") == "Failed"),
+                              "alpha Failed")
         message = condition(obj, "OperationSucceeded")["message"]
         assert "failed on w2 in task 'Join the node': kubeadm join: connection refused" in message, message
         assert ("OperationFailed", message) in events(kube_api, "alpha")
@@ -440,8 +450,8 @@ class TestController:
         wait_controller(controller, lambda: kube_api.request("get", f"{clusters(NS)}/alpha") is None, "alpha to go")
         assert get(kube_api, "beta")["status"]["phase"] == "Running"
         values = metrics(controller[1])
-        assert values['slipway_fleet_operations_total{result="succeeded",type="reset"}'] == 1
-        assert values['slipway_fleet_operations_total{result="failed",type="scale"}'] == 1
+        assert values['slipway_fleet_operations_total{type="reset",result="succeeded"}'] == 1
+        assert values['slipway_fleet_operations_total{type="scale",result="failed"}'] == 1
 
     def test_a_cluster_made_with_site_yml_is_adopted_and_nothing_runs(self, kube_api, controller, tmp_path):
         """playbooks/fleet_adopt.yml on the sample inventory (no host contacted) writes and applies the SlipwayCluster;
@@ -462,9 +472,9 @@ class TestController:
             ("cp1", ["control_plane"], None), ("cp2", ["control_plane"], None), ("cp3", ["control_plane"], None),
             ("node1", ["worker"], None), ("node2", ["worker"], "198.51.100.22")]
         assert written["spec"]["variables"] == {"node_join_token_ttl": '"30m"'}
-        obj = wait_controller(controller, lambda: (lambda o: o if (o.get("status") or {}).get("phase") == "Running"
-                                                   else None)(get(kube_api, "adopted")), "the adopted cluster Running")
+        obj = wait_controller(controller, lambda: cluster_when(kube_api, "adopted", lambda o: status_of(o, "phase") == "Running"),
+                              "the adopted cluster Running")
         assert obj["status"]["kubernetesVersion"] == "1.37.1" and obj["status"]["created"] is True
         assert json.loads(obj["status"]["appliedSpec"]["json"])["hosts"] == obj["spec"]["hosts"]
-        assert [r for r, _ in events(kube_api, "adopted")] == ["Adopted"]
+        assert [r for r, _message in events(kube_api, "adopted")] == ["Adopted"]
         assert ops_of(kube_api, "adopted") == []

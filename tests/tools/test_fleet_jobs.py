@@ -82,9 +82,8 @@ def pod(created, exit_code=None, message=""):
     return {"metadata": {"creationTimestamp": created}, "status": status}
 
 
-SUMMARY = json.dumps({"playbook": "site.yml", "recap": {"cp1": {"ok": 10, "changed": 2, "failed": 0, "unreachable": 0,
-                                                               "skipped": 1, "rescued": 0, "ignored": 0}},
-                      "logTail": ["PLAY RECAP", "cp1 : ok=10"]})
+RECAP = {"cp1": {"ok": 10, "changed": 2, "failed": 0, "unreachable": 0, "skipped": 1, "rescued": 0, "ignored": 0}}
+SUMMARY = json.dumps({"playbook": "site.yml", "recap": RECAP, "logTail": ["PLAY RECAP", "cp1 : ok=10"]})
 
 
 def test_a_running_job_is_running():
@@ -114,8 +113,8 @@ def test_a_pod_that_died_is_a_rerun_and_the_summary_is_the_later_runs():
 def test_a_failed_task_fails_the_job_with_its_message():
     failed = json.dumps({"failedHost": "cp1", "failedTask": "Join the control plane", "message": "kubeadm join: timeout",
                          "recap": {"cp1": {"ok": 3, "failed": 1}}})
-    state = jobs.job_state({"status": {"failed": 1, "conditions": [{"type": "Failed", "status": "True",
-                                                                     "reason": "PodFailurePolicy"}]}},
+    failed_job = {"status": {"failed": 1, "conditions": [{"type": "Failed", "status": "True", "reason": "PodFailurePolicy"}]}}
+    state = jobs.job_state(failed_job,
                            [pod("2026-01-01T00:00:00Z", jobs.EXIT_PLAYBOOK_FAILED, failed)])
     status = jobs.operation_status(state, "j", None)
     assert status["phase"] == "Failed" and status["failedTask"] == "Join the control plane"
