@@ -2,7 +2,8 @@
 
 First the CRDs alone: good edits pass, and each edit no playbook can make is refused by the API server itself
 (CEL rules, no webhook) with the message that says what to do instead. Then the controller as a process, with
-kopf and the admin kubeconfig: SlipwayClusters become SlipwayOperations and Jobs. No kubelet or Job controller
+kopf and a token of the ServiceAccount of operator/rbac/slipway-fleet.yml (so its RBAC is what is tested):
+SlipwayClusters become SlipwayOperations and Jobs. No kubelet or Job controller
 runs here, so the test plays their part through the API: it writes the Jobs' pods and statuses (a pod killed
 mid-run, a run that ends with a recap, a failed task) and checks what the controller makes of them. Nothing
 contacts a host: the hosts are TEST-NET addresses no Job ever runs against.
@@ -128,12 +129,13 @@ class TestResources:
          "the pod and service networks of a created cluster cannot change (they are 10.233.64.0/18 and 10.233.0.0/18"),
         ("svcnet", {"network": {"serviceCIDR": "10.96.0.0/12"}}, "for other networks create a new SlipwayCluster"),
         ("twominors", {"kubernetesVersion": "1.38.0"},
-         "1.38.0 is more than one minor after 1.36.5 and kubeadm upgrades one minor at a time: set 1.37.x first"),
+         "1.38.0 is more than one minor after 1.36.5 and kubeadm upgrades one minor at a time: set a release of the minor "
+         "after 1.36.5 first"),
         ("downgrade", {"kubernetesVersion": "1.36.4"}, "1.36.4 is older than 1.36.5 and kubeadm cannot downgrade"),
         ("etcdmode", {"etcd": {"mode": "external"}}, "the etcd of a created cluster stays stacked"),
         ("lastcp", {"hosts": [{"name": "cp9", "address": "192.0.2.19", "roles": ["control_plane"]},
                               {"name": "w1", "address": "192.0.2.21", "roles": ["worker"]}]},
-         "this edit removes every control plane the cluster has (cp1): keep at least one of them; to replace them, "
+         "this edit removes every control plane the cluster has: keep at least one of them; to replace them, "
          "add the new control plane first"),
         ("nocp", {"hosts": [{"name": "w1", "address": "192.0.2.21", "roles": ["worker"]}]},
          "no host has the role control_plane"),
@@ -179,6 +181,27 @@ def metrics(port: int) -> dict[str, float]:
     return values
 
 
+RBAC = ROOT / "operator" / "rbac" / "slipway-fleet.yml"
+PATHS = {"ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts", "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+         "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+         "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+         "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"}
+
+
+def service_account_kubeconfig(kube_api, path: Path) -> Path:
+    """operator/rbac/slipway-fleet.yml applied, and a kubeconfig with a token of its ServiceAccount: the controller
+    runs with exactly the rights that file gives."""
+    for obj in yaml.safe_load_all(RBAC.read_text()):
+        kube_api.request("post", PATHS[obj["kind"]].format(ns=obj["metadata"].get("namespace", "")), body=obj)
+    token = kube_api.request("post", "/api/v1/namespaces/slipway-fleet/serviceaccounts/slipway-fleet/token", body={
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}})["status"]["token"]
+    config = json.loads(kube_api.kubeconfig.read_text())
+    config["users"] = [{"name": "admin", "user": {"token": token}}]
+    path.write_text(json.dumps(config))
+    path.chmod(0o600)
+    return path
+
+
 @pytest.fixture(name="controller", scope="module")
 def fixture_controller(kube_api, crds, tmp_path_factory):  # pylint: disable=unused-argument
     workdir = tmp_path_factory.mktemp("fleet")
@@ -187,6 +210,7 @@ def fixture_controller(kube_api, crds, tmp_path_factory):  # pylint: disable=unu
     kube_api.request("post", f"/api/v1/namespaces/{NS}/secrets", body={
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "fleet-ssh"}, "type": "kubernetes.io/ssh-auth",
         "stringData": {"ssh-privatekey": "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret-test-key\n-----END OPENSSH PRIVATE KEY-----\n"}})
+    kubeconfig = service_account_kubeconfig(kube_api, workdir / "kubeconfig")
     port = free_port()
     log = workdir / "controller.log"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "operator")}
@@ -194,7 +218,7 @@ def fixture_controller(kube_api, crds, tmp_path_factory):  # pylint: disable=unu
         env.pop(name, None)
     with log.open("wb") as handle:
         proc = subprocess.Popen(  # pylint: disable=consider-using-with  # stopped below
-            [str(ROOT / ".venv" / "bin" / "python"), "-m", "slipway_fleet", "--kubeconfig", str(kube_api.kubeconfig),
+            [str(ROOT / ".venv" / "bin" / "python"), "-m", "slipway_fleet", "--kubeconfig", str(kubeconfig),
              "--namespace", NS, "--collections-path", str(ROOT / ".cache" / "collections"), "--port", str(port),
              "--max-parallel", "1", "--resync", "2", "--image", "localhost/slipway/operator:test", "--identity", "test-fleet",
              "--lease-namespace", "slipway-fleet"],
@@ -253,7 +277,9 @@ def run_pod(kube_api, op_name: str, cluster: str, index: int, exit_code: int, me
     labels = {jobs.LABEL_OPERATION: op_name, jobs.LABEL_CLUSTER: cluster, "app.kubernetes.io/managed-by": "slipway-fleet"}
     kube_api.request("post", f"/api/v1/namespaces/{NS}/pods", body={
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": jobs.CONTAINER, "image": "localhost/slipway/operator:test"}]}})
+        # The runner's account (the controller made it; no controller manager makes "default" here).
+        "spec": {"restartPolicy": "Never", "serviceAccountName": f"slipway-fleet-{cluster}", "automountServiceAccountToken": False,
+                 "containers": [{"name": jobs.CONTAINER, "image": "localhost/slipway/operator:test"}]}})
     kube_api.request("patch", f"/api/v1/namespaces/{NS}/pods/{name}/status", content_type=MERGE, body={"status": {
         "phase": "Failed" if exit_code else "Succeeded",
         "containerStatuses": [{"name": jobs.CONTAINER, "image": "localhost/slipway/operator:test", "imageID": "", "ready": False,
@@ -478,3 +504,24 @@ class TestController:
         assert json.loads(obj["status"]["appliedSpec"]["json"])["hosts"] == obj["spec"]["hosts"]
         assert [r for r, _message in events(kube_api, "adopted")] == ["Adopted"]
         assert ops_of(kube_api, "adopted") == []
+
+    def test_an_operation_a_user_writes_runs_on_a_running_cluster(self, kube_api, controller):
+        assert get(kube_api, "beta")["status"]["phase"] == "Running"
+        kube_api.request("post", operations(NS), body={
+            "apiVersion": "fleet.slipway.io/v1alpha1", "kind": "SlipwayOperation", "metadata": {"name": "beta-backup-1"},
+            "spec": {"cluster": "beta", "type": "etcd-backup"}})
+        job = wait_controller(controller, lambda: kube_api.request("get", f"/apis/batch/v1/namespaces/{NS}/jobs/beta-backup-1"),
+                              "the backup's Job")
+        assert job["metadata"]["ownerReferences"][0]["name"] == "beta-backup-1"
+        inputs = kube_api.request("get", f"/api/v1/namespaces/{NS}/configmaps/beta-backup-1")["data"]
+        assert json.loads(inputs["op.json"])["playbook"] == "etcd_backup.yml"
+        assert yaml.safe_load(inputs["inventory.yml"])["all"]["hosts"]["cp1"]["ansible_host"] == "192.0.2.31"
+        obj = get(kube_api, "beta")
+        assert obj["status"]["lastOperation"] == {"name": "beta-backup-1", "type": "etcd-backup", "phase": "Pending"}
+        run_pod(kube_api, "beta-backup-1", "beta", 1, 0, json.dumps({**SUMMARY, "playbook": "etcd_backup.yml"}))
+        job_status(kube_api, "beta-backup-1", {"succeeded": 1, "active": 0, "startTime": "2026-01-01T00:00:00Z",
+                                               "completionTime": "2026-01-01T00:02:00Z", "conditions": finished("Complete")})
+        wait_controller(controller, lambda: cluster_when(kube_api, "beta", lambda o: status_of(o, "lastOperation")["phase"] == "Succeeded"),
+                        "the backup to succeed")
+        assert kube_api.request("get", f"{operations(NS)}/beta-backup-1")["status"]["phase"] == "Succeeded"
+        assert get(kube_api, "beta")["status"]["phase"] == "Running"
