@@ -165,6 +165,8 @@ async def main_async(options: controller.Options) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # kopf's handlers only queue a reconcile: one line per watch event would bury the controller's own.
+    logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     return asyncio.run(main_async(parse(sys.argv[1:] if argv is None else argv)))
 
 

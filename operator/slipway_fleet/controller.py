@@ -192,8 +192,10 @@ class Controller:  # pylint: disable=too-many-instance-attributes
         if status == old:
             return
         body = {"status": {**{key: None for key in old if key not in status}, **status}}
-        self.custom.patch_namespaced_custom_object_status(fleet.GROUP, fleet.VERSION, obj["metadata"]["namespace"],
-                                                          fleet.CLUSTERS, obj["metadata"]["name"], body)
+        updated = self.custom.patch_namespaced_custom_object_status(fleet.GROUP, fleet.VERSION, obj["metadata"]["namespace"],
+                                                                    fleet.CLUSTERS, obj["metadata"]["name"], body)
+        # A later patch of the same object (the finalizer) is made against this version.
+        obj["metadata"]["resourceVersion"] = updated["metadata"]["resourceVersion"]
 
     def patch_operation_status(self, op: dict, status: dict) -> None:
         if (op.get("status") or {}) == status:

@@ -267,6 +267,12 @@ def cluster_when(kube_api, name: str, predicate) -> dict | None:
     return obj if obj and predicate(obj) else None
 
 
+def operation_when(kube_api, name: str, predicate) -> dict | None:
+    """The SlipwayOperation once ``predicate`` holds for it, else None."""
+    obj = kube_api.request("get", f"{operations(NS)}/{name}")
+    return obj if obj and predicate(obj) else None
+
+
 def condition(obj: dict, kind: str) -> dict:
     return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), {})
 
@@ -274,6 +280,8 @@ def condition(obj: dict, kind: str) -> dict:
 def run_pod(kube_api, op_name: str, cluster: str, index: int, exit_code: int, message: str) -> None:
     """A pod of the operation's Job that ran and ended (the kubelet's part)."""
     name = f"{op_name}-run{index}"
+    # Its ServiceAccount comes with the Job; the Job comes after the SlipwayOperation.
+    wait_for(lambda: kube_api.request("get", f"/apis/batch/v1/namespaces/{NS}/jobs/{op_name}"), f"the Job {op_name}", timeout=WAIT)
     labels = {jobs.LABEL_OPERATION: op_name, jobs.LABEL_CLUSTER: cluster, "app.kubernetes.io/managed-by": "slipway-fleet"}
     kube_api.request("post", f"/api/v1/namespaces/{NS}/pods", body={
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
@@ -289,7 +297,9 @@ def run_pod(kube_api, op_name: str, cluster: str, index: int, exit_code: int, me
 
 
 def job_status(kube_api, op_name: str, status: dict) -> None:
-    """The Job controller's part: the Job's counts and conditions."""
+    """The Job controller's part: the Job's counts and conditions (once the controller has made the Job: it makes
+    the SlipwayOperation first)."""
+    wait_for(lambda: kube_api.request("get", f"/apis/batch/v1/namespaces/{NS}/jobs/{op_name}"), f"the Job {op_name}", timeout=WAIT)
     kube_api.request("patch", f"/apis/batch/v1/namespaces/{NS}/jobs/{op_name}/status", content_type=MERGE,
                      body={"status": status})
 
@@ -345,9 +355,10 @@ class TestController:
         name = ops_of(kube_api, "alpha")[0]["metadata"]["name"]
         run_pod(kube_api, name, "alpha", 1, 137, "")
         job_status(kube_api, name, {"failed": 1, "active": 1, "startTime": "2026-01-01T00:00:00Z"})
-        wait_controller(controller, lambda: any(r == "PlaybookRerun" for r, _message in events(kube_api, "alpha")), "the rerun Event")
-        op = kube_api.request("get", f"{operations(NS)}/{name}")
-        assert op["status"]["phase"] == "Running" and op["status"]["attempts"] == 2
+        op = wait_controller(controller, lambda: operation_when(kube_api, name, lambda op: status_of(op, "attempts") == 2),
+                             "the second run")
+        assert op["status"]["phase"] == "Running" and op["status"]["reruns"] == 1
+        assert [r for r, _message in events(kube_api, "alpha")].count("PlaybookRerun") == 1
         assert len(ops_of(kube_api, "alpha")) == 1, "the edit waits for the operation in progress"
 
     def test_the_job_completes_the_spec_is_applied_and_the_edit_follows_as_a_scale(self, kube_api, controller):
@@ -362,13 +373,14 @@ class TestController:
         assert create["phase"] == "Succeeded" and create["attempts"] == 2 and create["reruns"] == 1
         assert {entry["host"]: entry["changed"] for entry in create["recap"]} == {"cp1": 60, "w1": 40}
         assert create["logTail"][-1] == "w1 : ok=80 changed=40"
-        obj = get(kube_api, "alpha")
+        obj = wait_controller(controller, lambda: cluster_when(kube_api, "alpha", lambda o: status_of(o, "phase") == "Scaling"),
+                              "alpha Scaling")
         applied = json.loads(obj["status"]["appliedSpec"]["json"])
         assert [h["name"] for h in applied["hosts"]] == ["cp1", "w1"], "the create applied the spec it started with"
-        assert obj["status"]["phase"] == "Scaling" and obj["status"]["kubernetesVersion"] == "1.36.5"
+        assert obj["status"]["kubernetesVersion"] == "1.36.5"
         assert ops_of(kube_api, "beta") == [], "alpha's next step took the slot first"
         values = metrics(controller[1])
-        assert values['slipway_fleet_operations_total{type="create",result="succeeded"}'] == 1
+        assert values['slipway_fleet_operations_total{result="succeeded",type="create"}'] == 1
         assert values['slipway_fleet_operation_duration_seconds_count{type="create"}'] == 1
         assert values["slipway_fleet_playbook_reruns_total"] == 1
 
@@ -468,7 +480,8 @@ class TestController:
         inputs = kube_api.request("get", f"/api/v1/namespaces/{NS}/configmaps/{reset['metadata']['name']}")["data"]
         assert json.loads(inputs["vars.json"])["reset_confirm"] == "yes"
         assert json.loads(inputs["op.json"])["playbook"] == "reset.yml"
-        assert get(kube_api, "alpha")["status"]["phase"] == "Deleting"
+        wait_controller(controller, lambda: cluster_when(kube_api, "alpha", lambda o: status_of(o, "phase") == "Deleting"),
+                        "alpha Deleting")
         name = reset["metadata"]["name"]
         run_pod(kube_api, name, "alpha", 1, 0, json.dumps({**SUMMARY, "playbook": "reset.yml"}))
         job_status(kube_api, name, {"succeeded": 1, "active": 0, "startTime": "2026-01-01T00:00:00Z",
@@ -476,8 +489,8 @@ class TestController:
         wait_controller(controller, lambda: kube_api.request("get", f"{clusters(NS)}/alpha") is None, "alpha to go")
         assert get(kube_api, "beta")["status"]["phase"] == "Running"
         values = metrics(controller[1])
-        assert values['slipway_fleet_operations_total{type="reset",result="succeeded"}'] == 1
-        assert values['slipway_fleet_operations_total{type="scale",result="failed"}'] == 1
+        assert values['slipway_fleet_operations_total{result="succeeded",type="reset"}'] == 1
+        assert values['slipway_fleet_operations_total{result="failed",type="scale"}'] == 1
 
     def test_a_cluster_made_with_site_yml_is_adopted_and_nothing_runs(self, kube_api, controller, tmp_path):
         """playbooks/fleet_adopt.yml on the sample inventory (no host contacted) writes and applies the SlipwayCluster;
@@ -516,8 +529,9 @@ class TestController:
         inputs = kube_api.request("get", f"/api/v1/namespaces/{NS}/configmaps/beta-backup-1")["data"]
         assert json.loads(inputs["op.json"])["playbook"] == "etcd_backup.yml"
         assert yaml.safe_load(inputs["inventory.yml"])["all"]["hosts"]["cp1"]["ansible_host"] == "192.0.2.31"
-        obj = get(kube_api, "beta")
-        assert obj["status"]["lastOperation"] == {"name": "beta-backup-1", "type": "etcd-backup", "phase": "Pending"}
+        obj = wait_controller(controller, lambda: cluster_when(
+            kube_api, "beta", lambda o: (status_of(o, "lastOperation") or {}).get("name") == "beta-backup-1"), "beta's last operation")
+        assert obj["status"]["lastOperation"]["type"] == "etcd-backup" and obj["status"]["lastOperation"]["phase"] in ("Pending", "Running")
         run_pod(kube_api, "beta-backup-1", "beta", 1, 0, json.dumps({**SUMMARY, "playbook": "etcd_backup.yml"}))
         job_status(kube_api, "beta-backup-1", {"succeeded": 1, "active": 0, "startTime": "2026-01-01T00:00:00Z",
                                                "completionTime": "2026-01-01T00:02:00Z", "conditions": finished("Complete")})
