@@ -391,6 +391,9 @@ class Controller:  # pylint: disable=too-many-instance-attributes
         if not deleting:
             status["conditions"] = jobs.set_condition(status.get("conditions"), "PreflightPassed", True, "Passed",
                                                       result.message(), generation)
+            if result.model:
+                # Where users reach the API server: the model's own answer (the first control plane, the VIP, the LB).
+                status["endpoint"] = result.model["endpoint"]["external_url"]
         op_type, hosts, target, run_spec = step.type, step.hosts, step.target, step.run_spec
         if op_type is None and pending_user and applied is not None and not deleting:
             op_type, hosts, target, run_spec = pending_user[0]["spec"]["type"], [], applied, applied

@@ -339,6 +339,7 @@ class TestController:
                               "alpha Provisioning")
         assert jobs.FINALIZER in obj["metadata"]["finalizers"]
         assert obj["status"]["lastOperation"]["name"] == name and obj["status"]["created"] is True
+        assert obj["status"]["endpoint"] == "https://192.0.2.11:6443"
         assert condition(obj, "PreflightPassed")["status"] == "True"
         assert any(reason == "OperationStarted" for reason, _message in events(kube_api, "alpha"))
 
