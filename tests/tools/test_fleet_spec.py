@@ -129,8 +129,8 @@ def test_a_vip_without_its_address_is_refused_before_any_job():
 def test_a_bundle_that_is_not_there_is_a_problem():
     spec = cluster(artifacts={"source": "bundle", "bundleDir": "/nonexistent/bundle"})
     result = fleet.preflight(spec, "prod", MODEL, bundle=fleet.bundle_reader(COLLECTIONS))
-    assert not result.passed
-    assert any("spec.artifacts.bundleDir" in p or "bundle" in p for p in result.problems), result.problems
+    assert result.problems == ["spec.artifacts.bundleDir (slipway_artifacts_bundle_dir): /nonexistent/bundle has no "
+                               "manifest.yml; build one with 'make bundle' or point it at a bundle"]
 
 
 # --- the plan: which operation ------------------------------------------------------------------------------
