@@ -64,9 +64,9 @@ def refusal(call) -> str:
 
 @pytest.fixture(name="crds", scope="module")
 def fixture_crds(kube_api):
-    for crd in yaml.safe_load_all(CRDS.read_text()):
+    for crd in yaml.safe_load(CRDS.read_text())["items"]:
         kube_api.request("post", CRD_API, body=crd)
-    for crd in yaml.safe_load_all(CRDS.read_text()):
+    for crd in yaml.safe_load(CRDS.read_text())["items"]:
         wait_for(lambda name=crd["metadata"]["name"]: any(
             c["type"] == "Established" and c["status"] == "True"
             for c in (kube_api.request("get", f"{CRD_API}/{name}").get("status") or {}).get("conditions") or []),
@@ -191,7 +191,7 @@ PATHS = {"ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts", "Role": "/
 def service_account_kubeconfig(kube_api, path: Path) -> Path:
     """operator/rbac/slipway-fleet.yml applied, and a kubeconfig with a token of its ServiceAccount: the controller
     runs with exactly the rights that file gives."""
-    for obj in yaml.safe_load_all(RBAC.read_text()):
+    for obj in yaml.safe_load(RBAC.read_text())["items"]:
         kube_api.request("post", PATHS[obj["kind"]].format(ns=obj["metadata"].get("namespace", "")), body=obj)
     token = kube_api.request("post", "/api/v1/namespaces/slipway-fleet/serviceaccounts/slipway-fleet/token", body={
         "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}})["status"]["token"]
