@@ -29,6 +29,7 @@ from test_cluster_configuration_api import ensure_namespace, wait_for
 
 sys.path.insert(0, str(ROOT / "operator"))
 from slipway_fleet import jobs, runner  # noqa: E402  pylint: disable=wrong-import-position
+from slipway_fleet import spec as fleet  # noqa: E402  pylint: disable=wrong-import-position
 
 CRDS = ROOT / "operator" / "crds" / "fleet.slipway.io.yml"
 CRD_API = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -151,6 +152,14 @@ class TestResources:
         self.edit(kube_api, "steps", {"kubernetesVersion": "1.37.1"})  # accepted; the cluster still runs 1.36.5
         answer = refusal(lambda: self.edit(kube_api, "steps", {"kubernetesVersion": "1.38.0"}))
         assert "the cluster runs 1.36.5 and 1.38.0 is more than one minor after it" in answer, answer
+
+    @pytest.mark.parametrize("op_type", sorted(fleet.PLAYBOOKS))
+    def test_every_operation_the_controller_makes_is_a_type_of_the_crd(self, kube_api, crds, op_type):  # pylint: disable=unused-argument
+        ensure_namespace(kube_api, self.NS)
+        made = kube_api.request("post", operations(self.NS), body={
+            "apiVersion": "fleet.slipway.io/v1alpha1", "kind": "SlipwayOperation", "metadata": {"name": f"every-{op_type}"},
+            "spec": {"cluster": "good", "type": op_type, "hosts": ["w1"], "generation": 1}})
+        assert made["spec"]["type"] == op_type
 
     def test_an_operation_does_not_change(self, kube_api, crds):  # pylint: disable=unused-argument
         ensure_namespace(kube_api, self.NS)
