@@ -185,7 +185,10 @@ class Controller:  # pylint: disable=too-many-instance-attributes
         return self.custom.list_cluster_custom_object(fleet.GROUP, fleet.VERSION, fleet.OPERATIONS)["items"]
 
     def running_operations(self) -> int:
-        return sum(1 for op in self.list_operations() if (op.get("status") or {}).get("phase") in jobs.ACTIVE_PHASES)
+        """Operations in progress: counted from the clusters (status.lastOperation), the record the controller
+        writes last when it starts one, so an operation left half-started by a restart holds no slot."""
+        return sum(1 for obj in self.list_clusters()
+                   if ((obj.get("status") or {}).get("lastOperation") or {}).get("phase") in jobs.ACTIVE_PHASES)
 
     def patch_cluster_status(self, obj: dict, status: dict) -> None:
         old = obj.get("status") or {}
