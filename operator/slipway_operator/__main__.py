@@ -78,21 +78,26 @@ async def serve_http(options: app.Options, metrics: app.Metrics, state: dict):
     return runner
 
 
+def login_info(kubeconfig: str | None, api_client, **kwargs):
+    """kopf's credentials, the same as the client's: the given kubeconfig or the service account (slipway-fleet too)."""
+    import kopf  # pylint: disable=import-outside-toplevel
+    if not kubeconfig:
+        return kopf.login_with_service_account(**kwargs)
+    conf = api_client.configuration
+    header = conf.get_api_key_with_prefix("BearerToken") or conf.get_api_key_with_prefix("authorization") or ""
+    scheme, _space, token = header.partition(" ")
+    return kopf.ConnectionInfo(server=conf.host, ca_path=conf.ssl_ca_cert, insecure=not conf.verify_ssl,
+                               certificate_path=conf.cert_file or None, private_key_path=conf.key_file or None,
+                               scheme=scheme or None, token=token or None)
+
+
 def register_handlers(options: app.Options, reconciler: app.Reconciler, api_client) -> None:
     """kopf handlers: login, .spec of the one ClusterConfiguration, and the resync timer."""
     import kopf  # pylint: disable=import-outside-toplevel
 
     @kopf.on.login()
     def login(**kwargs):
-        """The same credentials as the reconciler's client: the given kubeconfig or the service account."""
-        if not options.kubeconfig:
-            return kopf.login_with_service_account(**kwargs)
-        conf = api_client.configuration
-        header = conf.get_api_key_with_prefix("BearerToken") or conf.get_api_key_with_prefix("authorization") or ""
-        scheme, _space, token = header.partition(" ")
-        return kopf.ConnectionInfo(server=conf.host, ca_path=conf.ssl_ca_cert, insecure=not conf.verify_ssl,
-                                   certificate_path=conf.cert_file or None, private_key_path=conf.key_file or None,
-                                   scheme=scheme or None, token=token or None)
+        return login_info(options.kubeconfig, api_client, **kwargs)
 
     def ours(name, namespace, **_):
         return name == options.name and namespace == options.namespace

@@ -1,0 +1,174 @@
+"""python -m slipway_fleet: the fleet controller (in a pod of the management cluster, or locally with --kubeconfig).
+
+One HTTP port serves /healthz, /readyz and /metrics from the start; the replica that holds the Lease
+(slipway-operator's election) watches with kopf and reconciles, and exits when it loses the Lease.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+
+from slipway_operator.__main__ import login_info, serve_http  # one HTTP server and one kopf login for both
+
+from . import controller, jobs
+
+LOGGER = logging.getLogger("slipway_fleet")
+
+
+def galaxy_version(collections_path: str) -> str:
+    path = os.path.join(collections_path.split(os.pathsep)[0], "ansible_collections", "slipway", "cluster", "galaxy.yml")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("version:"):
+                    return line.split(":", 1)[1].strip().strip("'\"")
+    except OSError:
+        pass
+    return "latest"
+
+
+def parse(argv: list[str]) -> controller.Options:
+    parser = argparse.ArgumentParser(prog="slipway_fleet", description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG") or None,
+                        help="kubeconfig of the management cluster (default: the pod's service account)")
+    parser.add_argument("--namespace", action="append", default=[],
+                        help="watch only this namespace (repeatable; default: every namespace)")
+    parser.add_argument("--collections-path", default=os.environ.get("ANSIBLE_COLLECTIONS_PATH", "/usr/share/ansible/collections"),
+                        help="where ansible_collections/slipway/cluster is (its model checks each spec)")
+    parser.add_argument("--max-parallel", type=int, default=5, help="operations running at once in the management cluster")
+    parser.add_argument("--image", help="the Jobs' image (default: localhost/slipway/operator:<collection version>)")
+    parser.add_argument("--image-pull-policy", default="IfNotPresent", choices=["Always", "IfNotPresent", "Never"])
+    parser.add_argument("--python", default="/usr/bin/python3.11", help="the image's Python, which runs slipway_fleet.runner")
+    parser.add_argument("--backoff-limit", type=int, default=3, help="runs of a playbook again after its pod died")
+    parser.add_argument("--active-deadline", type=int, default=4 * 3600, help="seconds an operation may take")
+    parser.add_argument("--bundle-host-path", default="", help="a directory of the management cluster's nodes holding the "
+                        "bundle, mounted read-only into the Jobs at --bundle-mount")
+    parser.add_argument("--bundle-claim", default="", help="a PersistentVolumeClaim holding the bundle (instead)")
+    parser.add_argument("--bundle-mount", default="/bundle")
+    parser.add_argument("--resync", type=float, default=60.0, help="seconds between reads of every cluster and its nodes")
+    parser.add_argument("--port", type=int, default=8080, help="port of /healthz, /readyz and /metrics")
+    parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "slipway-fleet"))
+    parser.add_argument("--lease-name", default="slipway-fleet")
+    parser.add_argument("--identity", default=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}")
+    args = parser.parse_args(argv)
+    if args.max_parallel < 1:
+        parser.error("--max-parallel must be 1 or more")
+    settings = jobs.JobSettings(image=args.image or f"localhost/slipway/operator:{galaxy_version(args.collections_path)}",
+                                python=args.python, image_pull_policy=args.image_pull_policy,
+                                backoff_limit=args.backoff_limit, active_deadline=args.active_deadline,
+                                bundle_host_path=args.bundle_host_path, bundle_claim=args.bundle_claim,
+                                bundle_mount=args.bundle_mount)
+    return controller.Options(kubeconfig=args.kubeconfig, jobs=settings, collections_path=args.collections_path,
+                              namespaces=args.namespace, max_parallel=args.max_parallel, resync=args.resync, port=args.port,
+                              lease_namespace=args.lease_namespace, lease_name=args.lease_name, identity=args.identity)
+
+
+def register_handlers(options: controller.Options, ctl: controller.Controller, api_client) -> None:
+    """kopf watches only: every event names the cluster to reconcile (async handlers: they run in the loop)."""
+    import kopf  # pylint: disable=import-outside-toplevel
+    from . import spec as fleet  # pylint: disable=import-outside-toplevel
+
+    @kopf.on.login()
+    def login(**kwargs):
+        return login_info(options.kubeconfig, api_client, **kwargs)
+
+    @kopf.on.startup()
+    def configure(settings: kopf.OperatorSettings, **_):
+        settings.posting.enabled = False  # the controller posts its own Events
+        settings.watching.server_timeout = 300
+
+    managed = {"app.kubernetes.io/managed-by": jobs.MANAGED_BY}
+
+    @kopf.on.event(fleet.GROUP, fleet.VERSION, fleet.CLUSTERS)
+    async def on_cluster(name, namespace, **_):
+        ctl.trigger(namespace, name)
+
+    @kopf.on.event(fleet.GROUP, fleet.VERSION, fleet.OPERATIONS)
+    async def on_operation(spec, namespace, **_):
+        if spec.get("cluster"):
+            ctl.trigger(namespace, spec["cluster"])
+
+    @kopf.on.event("batch", "v1", "jobs", labels=managed)
+    @kopf.on.event("", "v1", "pods", labels=managed)
+    async def on_job(labels, namespace, **_):
+        if labels.get(jobs.LABEL_CLUSTER):
+            ctl.trigger(namespace, labels[jobs.LABEL_CLUSTER])
+
+
+async def lead(options: controller.Options, metrics: controller.Metrics, state: dict, stop: asyncio.Event) -> int:
+    from kubernetes import client, config  # pylint: disable=import-outside-toplevel
+    import kopf  # pylint: disable=import-outside-toplevel
+    from slipway_operator.election import LeaseElector  # pylint: disable=import-outside-toplevel  # one election for both
+    if options.kubeconfig:
+        api_client = config.new_client_from_config(config_file=options.kubeconfig)
+    else:
+        config.load_incluster_config()
+        api_client = client.ApiClient()
+    elector = LeaseElector(client.CoordinationV1Api(api_client), options.lease_namespace, options.lease_name, options.identity)
+    state["ready"] = True
+    acquiring = asyncio.ensure_future(elector.acquire())
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait([acquiring, stopping], return_when=asyncio.FIRST_COMPLETED)
+    if stop.is_set():
+        acquiring.cancel()
+        return 0
+    state["leader"] = True
+    metrics.leader.set(1)
+    ctl = controller.Controller(options, metrics, api_client)
+    register_handlers(options, ctl, api_client)
+    kopf_stop = asyncio.Event()
+    scope = {"namespaces": options.namespaces} if options.namespaces else {"clusterwide": True}
+    tasks = {
+        asyncio.ensure_future(kopf.operator(standalone=True, stop_flag=kopf_stop, identity=options.identity, **scope)): "kopf",
+        asyncio.ensure_future(ctl.run()): "reconciler",
+        asyncio.ensure_future(ctl.resync()): "resync",
+        asyncio.ensure_future(elector.keep()): "lease",
+        stopping: "stop",
+    }
+    done, _pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    code = 0
+    for task in done:
+        if tasks[task] != "stop" and task.exception() is not None:
+            LOGGER.error("%s stopped: %s", tasks[task], task.exception())
+            code = 1
+    kopf_stop.set()
+    for task, name in tasks.items():
+        if name != "kopf":
+            task.cancel()
+    kopf_task = next(task for task, name in tasks.items() if name == "kopf")
+    await asyncio.wait([kopf_task], timeout=10)
+    metrics.leader.set(0)
+    state["leader"] = False
+    await asyncio.to_thread(elector.release)
+    return code
+
+
+async def main_async(options: controller.Options) -> int:
+    metrics = controller.Metrics()
+    state: dict = {}
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    runner = await serve_http(options, metrics, state)
+    try:
+        return await lead(options, metrics, state, stop)
+    finally:
+        await runner.cleanup()
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # kopf's handlers only queue a reconcile: one line per watch event would bury the controller's own.
+    logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    return asyncio.run(main_async(parse(sys.argv[1:] if argv is None else argv)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,274 @@
+"""The objects the controller writes for an operation, and what it reads back from the Job: pure Python.
+
+- ``operation`` / ``input_config_map`` / ``runner_rbac`` / ``job``: the SlipwayOperation record, the
+  ConfigMap with the playbook's inventory and variables, the ServiceAccount and Role that let the Job
+  write only ``<cluster>-kubeconfig``, and the Job that runs ``python3 -m slipway_fleet.runner``.
+- ``job_state``: a Job and its pods as the operation's phase, attempts and the runner's summary (the
+  termination message each run's container leaves: recap per host, failed task, last log lines).
+- ``condition`` / ``set_condition``: status conditions as Kubernetes writes them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+import yaml
+
+from . import spec as fleet
+
+MANAGED_BY = "slipway-fleet"
+LABEL_CLUSTER = f"{fleet.GROUP}/cluster"
+LABEL_OPERATION = f"{fleet.GROUP}/operation"
+FINALIZER = f"{fleet.GROUP}/reset"
+CONTAINER = "playbook"
+# The runner's exit code when the playbook itself failed (a task failed): the Job fails at once, as a rerun
+# would fail the same way. Any other end of the pod (killed, evicted, node lost) is run again by the Job.
+EXIT_PLAYBOOK_FAILED = 3
+INPUT_DIR, SSH_DIR, KUBECONFIG_DIR, WORK_DIR = "/slipway/input", "/slipway/ssh", "/slipway/kubeconfig", "/slipway/work"
+SSH_KEY_FILE = "id_ssh"
+KUBECONFIG_KEY = "value"  # Cluster API's key in <cluster>-kubeconfig
+ACTIVE_PHASES = ("Pending", "Running")
+
+
+@dataclass
+class JobSettings:  # pylint: disable=too-many-instance-attributes
+    """How the controller runs Jobs (its command line, docs/fleet.md)."""
+
+    image: str
+    python: str = "/usr/bin/python3.11"
+    image_pull_policy: str = "IfNotPresent"
+    backoff_limit: int = 3
+    active_deadline: int = 4 * 3600
+    ttl_after_finished: int = 7 * 24 * 3600
+    bundle_host_path: str = ""
+    bundle_claim: str = ""
+    bundle_mount: str = "/bundle"
+    node_selector: dict = field(default_factory=dict)
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def owner(obj: dict, controller: bool = True) -> dict:
+    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": obj["metadata"]["name"],
+            "uid": obj["metadata"]["uid"], "controller": controller, "blockOwnerDeletion": True}
+
+
+def operation_name(cluster: str, op_type: str, generation: int, salt: str = "") -> str:
+    """<cluster>-<type>-<generation>-<hash>: unique per cluster, type, generation and attempt salt, at most 63."""
+    digest = hashlib.sha256(f"{cluster}/{op_type}/{generation}/{salt}".encode()).hexdigest()[:5]
+    head = f"{cluster[:40]}-{op_type}-{generation}"
+    return f"{head[:57]}-{digest}"
+
+
+def operation(cluster_obj: dict, op_type: str, hosts: list[str], generation: int, name: str,
+              kubernetes_version: str = "") -> dict:
+    body = {"apiVersion": fleet.API_VERSION, "kind": "SlipwayOperation",
+            "metadata": {"name": name, "namespace": cluster_obj["metadata"]["namespace"],
+                         "labels": {LABEL_CLUSTER: cluster_obj["metadata"]["name"],
+                                    "app.kubernetes.io/managed-by": MANAGED_BY},
+                         "ownerReferences": [owner(cluster_obj, controller=False)]},
+            "spec": {"cluster": cluster_obj["metadata"]["name"], "type": op_type, "generation": generation}}
+    if hosts:
+        body["spec"]["hosts"] = sorted(set(hosts))
+    if kubernetes_version:
+        body["spec"]["kubernetesVersion"] = kubernetes_version
+    return body
+
+
+def input_config_map(op_obj: dict, cluster_obj: dict, run_spec: dict, variables: dict) -> dict:
+    """The playbook's inputs: inventory.yml, vars.json and op.json (what the runner does), nothing secret."""
+    meta = op_obj["metadata"]
+    cluster_meta = cluster_obj["metadata"]
+    op_type = op_obj["spec"]["type"]
+    run = {"cluster": cluster_meta["name"], "namespace": cluster_meta["namespace"], "clusterUID": cluster_meta["uid"],
+           "operation": meta["name"], "type": op_type, "playbook": fleet.PLAYBOOKS[op_type],
+           "kubeconfigSecret": f"{cluster_meta['name']}-kubeconfig",
+           # After these the first control plane's admin kubeconfig is on the controller, to be stored.
+           "storeKubeconfig": op_type in ("create", "converge", "scale", "upgrade", "renew-certs")}
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                         "labels": {LABEL_CLUSTER: cluster_meta["name"], LABEL_OPERATION: meta["name"],
+                                    "app.kubernetes.io/managed-by": MANAGED_BY},
+                         "ownerReferences": [owner(op_obj)]},
+            "data": {"inventory.yml": yaml.safe_dump(fleet.inventory(run_spec), sort_keys=False),
+                     "vars.json": json.dumps(variables, indent=1, sort_keys=True),
+                     "op.json": json.dumps(run, indent=1, sort_keys=True)}}
+
+
+def runner_name(cluster: str) -> str:
+    return f"slipway-fleet-{cluster}"[:63]
+
+
+def runner_rbac(cluster_obj: dict) -> list[dict]:
+    """The Job's ServiceAccount, and a Role that lets it create Secrets and read and write only
+    <cluster>-kubeconfig (create cannot be limited to a name; it reads no other Secret)."""
+    meta = cluster_obj["metadata"]
+    name = runner_name(meta["name"])
+    labels = {LABEL_CLUSTER: meta["name"], "app.kubernetes.io/managed-by": MANAGED_BY}
+    base = {"name": name, "namespace": meta["namespace"], "labels": labels, "ownerReferences": [owner(cluster_obj)]}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": dict(base), "automountServiceAccountToken": True},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": dict(base),
+         "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+                   {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [f"{meta['name']}-kubeconfig"],
+                    "verbs": ["get", "update", "patch"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": dict(base),
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": meta["namespace"]}]},
+    ]
+
+
+def job(op_obj: dict, cluster_obj: dict, settings: JobSettings) -> dict:
+    """The Job of one operation: the runner in the image, the key and the kubeconfig as read-only files."""
+    meta = op_obj["metadata"]
+    cluster = cluster_obj["metadata"]["name"]
+    key_ref = cluster_obj["spec"]["sshKeySecretRef"]
+    labels = {LABEL_CLUSTER: cluster, LABEL_OPERATION: meta["name"], "app.kubernetes.io/managed-by": MANAGED_BY}
+    volumes = [
+        {"name": "input", "configMap": {"name": meta["name"]}},
+        {"name": "ssh", "secret": {"secretName": key_ref["name"], "defaultMode": 0o400,
+                                   "items": [{"key": key_ref.get("key") or "ssh-privatekey", "path": SSH_KEY_FILE}]}},
+        {"name": "kubeconfig", "secret": {"secretName": f"{cluster}-kubeconfig", "optional": True, "defaultMode": 0o400}},
+        {"name": "work", "emptyDir": {}},
+    ]
+    mounts = [{"name": "input", "mountPath": INPUT_DIR, "readOnly": True},
+              {"name": "ssh", "mountPath": SSH_DIR, "readOnly": True},
+              {"name": "kubeconfig", "mountPath": KUBECONFIG_DIR, "readOnly": True},
+              {"name": "work", "mountPath": WORK_DIR}]
+    if settings.bundle_host_path or settings.bundle_claim:
+        source = ({"hostPath": {"path": settings.bundle_host_path, "type": "Directory"}} if settings.bundle_host_path
+                  else {"persistentVolumeClaim": {"claimName": settings.bundle_claim, "readOnly": True}})
+        volumes.append({"name": "bundle", **source})
+        mounts.append({"name": "bundle", "mountPath": settings.bundle_mount, "readOnly": True})
+    pod = {
+        "serviceAccountName": runner_name(cluster),
+        "restartPolicy": "Never",
+        "securityContext": {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532, "fsGroup": 65532,
+                            "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [{
+            "name": CONTAINER, "image": settings.image, "imagePullPolicy": settings.image_pull_policy,
+            "command": [settings.python, "-m", "slipway_fleet.runner"],
+            "env": [{"name": "SLIPWAY_FLEET_INPUT", "value": INPUT_DIR}, {"name": "HOME", "value": WORK_DIR}],
+            "volumeMounts": mounts,
+            # The runner's summary (recap, failed task, last lines) is the termination message; a pod killed before
+            # writing one leaves the last lines of its log.
+            "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "FallbackToLogsOnError",
+            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        }],
+        "volumes": volumes,
+    }
+    if settings.node_selector:
+        pod["nodeSelector"] = dict(settings.node_selector)
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"], "labels": labels,
+                         "ownerReferences": [owner(op_obj)]},
+            "spec": {"backoffLimit": settings.backoff_limit, "activeDeadlineSeconds": settings.active_deadline,
+                     "ttlSecondsAfterFinished": settings.ttl_after_finished,
+                     # A failed task fails the Job at once; a pod that died is run again (the playbook converges).
+                     "podFailurePolicy": {"rules": [
+                         {"action": "FailJob", "onExitCodes": {"containerName": CONTAINER, "operator": "In",
+                                                               "values": [EXIT_PLAYBOOK_FAILED]}}]},
+                     "template": {"metadata": {"labels": labels}, "spec": pod}}}
+
+
+# --- reading the Job back ---------------------------------------------------------------------------------
+
+@dataclass
+class JobState:
+    """What an operation's Job says: phase (Pending, Running, Succeeded, Failed), runs so far, the summary."""
+
+    phase: str
+    attempts: int = 0
+    summary: dict = field(default_factory=dict)
+    message: str = ""
+    retried: int = 0  # runs that ended without finishing (pod killed, evicted...), each run again
+
+
+def _terminated(pod: dict) -> dict | None:
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        if status.get("name") == CONTAINER:
+            return ((status.get("state") or {}).get("terminated")
+                    or (status.get("lastState") or {}).get("terminated"))
+    return None
+
+
+def summary_of(terminated: dict | None) -> dict:
+    """The runner's JSON summary from a termination message, or the log's last lines when there is none."""
+    if not terminated:
+        return {}
+    text = terminated.get("message") or ""
+    try:
+        data = json.loads(text)
+        if isinstance(data, dict):
+            return data
+    except ValueError:
+        pass
+    lines = [line for line in text.splitlines() if line.strip()][-20:]
+    return {"logTail": lines} if lines else {}
+
+
+def job_state(job_obj: dict | None, pods: list[dict]) -> JobState:
+    if job_obj is None:
+        return JobState("Failed", message="the operation's Job is gone (deleted, or removed after ttlSecondsAfterFinished)")
+    status = job_obj.get("status") or {}
+    conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
+    finished = [(pod, _terminated(pod)) for pod in pods]
+    # The runs in the order they ended (then started): the last one's summary is the operation's.
+    finished = sorted(((pod, term) for pod, term in finished if term),
+                      key=lambda item: (item[1].get("finishedAt") or "", item[0]["metadata"].get("creationTimestamp") or "",
+                                        item[0]["metadata"].get("name") or ""))
+    summary = summary_of(finished[-1][1]) if finished else {}
+    failed = int(status.get("failed") or 0)
+    attempts = failed + int(status.get("succeeded") or 0) + int(status.get("active") or 0)
+    # Runs that ended other than by the playbook's verdict: killed or lost (not the runner's exit codes 0 and 3).
+    retried = sum(1 for _pod, term in finished if term.get("exitCode") not in (0, EXIT_PLAYBOOK_FAILED))
+    if "Complete" in conditions:
+        return JobState("Succeeded", attempts, summary, retried=retried)
+    if "Failed" in conditions:
+        condition = conditions["Failed"]
+        message = summary.get("message") or condition.get("message") or condition.get("reason") or "the Job failed"
+        return JobState("Failed", attempts, summary, message=message, retried=retried)
+    return JobState("Running" if status.get("active") or attempts else "Pending", attempts, summary, retried=retried)
+
+
+def operation_status(state: JobState, job_name: str, started: str | None) -> dict:
+    """The SlipwayOperation's status from its Job."""
+    summary = state.summary
+    status = {"phase": state.phase, "job": job_name, "attempts": state.attempts, "startTime": started or now()}
+    for key in ("playbook", "failedHost", "failedTask"):
+        if summary.get(key):
+            status[key] = str(summary[key])
+    if summary.get("recap"):
+        status["recap"] = [{"host": host, **{k: int(v) for k, v in counts.items()}}
+                           for host, counts in sorted(summary["recap"].items())]
+    message = state.message or summary.get("message") or ""
+    if message:
+        status["message"] = str(message)[:2000]
+    if summary.get("logTail"):
+        status["logTail"] = [str(line)[:500] for line in summary["logTail"][-20:]]
+    if state.phase in ("Succeeded", "Failed"):
+        status["completionTime"] = now()
+    return status
+
+
+# --- conditions ---------------------------------------------------------------------------------------------
+
+def condition(conditions: list[dict] | None, kind: str) -> dict | None:
+    return next((c for c in conditions or [] if c.get("type") == kind), None)
+
+
+def set_condition(conditions: list[dict] | None, kind: str, status: bool, reason: str, message: str,
+                  generation: int) -> list[dict]:
+    """The list with one condition set; its lastTransitionTime moves only when its status does."""
+    text = "True" if status else "False"
+    result = [dict(c) for c in conditions or [] if c.get("type") != kind]
+    old = condition(conditions, kind)
+    since = old["lastTransitionTime"] if old and old.get("status") == text and old.get("lastTransitionTime") else now()
+    result.append({"type": kind, "status": text, "reason": reason, "message": message[:4000],
+                   "observedGeneration": generation, "lastTransitionTime": since})
+    return sorted(result, key=lambda c: c["type"])

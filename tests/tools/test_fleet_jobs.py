@@ -1,0 +1,189 @@
+"""The fleet's Jobs (operator/slipway_fleet/jobs.py) and the runner in them (runner.py): what an operation's Job
+holds, how a Job and its pods read back as the operation's status, and the runner itself with real ansible-runner
+and the collection's site.yml (its model refuses the inventory on the controller: no host is contacted)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if os.path.join(ROOT, "operator") not in sys.path:
+    sys.path.insert(0, os.path.join(ROOT, "operator"))
+
+from slipway_fleet import jobs, runner  # noqa: E402  pylint: disable=wrong-import-position
+from slipway_fleet import spec as fleet  # noqa: E402  pylint: disable=wrong-import-position
+
+CLUSTER = {"apiVersion": fleet.API_VERSION, "kind": "SlipwayCluster",
+           "metadata": {"name": "prod", "namespace": "fleet", "uid": "u-1", "generation": 3},
+           "spec": {"kubernetesVersion": "1.37.1", "sshKeySecretRef": {"name": "prod-ssh", "key": "id_ed25519"},
+                    "hosts": [{"name": "cp1", "address": "10.1.0.11", "roles": ["control_plane"]}]}}
+
+
+def an_operation(op_type="create"):
+    body = jobs.operation(CLUSTER, op_type, ["cp1"], 3, jobs.operation_name("prod", op_type, 3))
+    body["metadata"]["uid"] = "op-1"
+    return body
+
+
+def test_operation_names_are_dns_labels_and_differ_by_salt():
+    long = "c" * 80
+    name = jobs.operation_name(long, "remove-node", 12345)
+    assert len(name) <= 63 and name == name.lower()
+    assert jobs.operation_name("prod", "scale", 4, "a") != jobs.operation_name("prod", "scale", 4, "b")
+
+
+def test_the_job_mounts_the_key_and_never_puts_it_in_the_environment():
+    job = jobs.job(an_operation(), CLUSTER, jobs.JobSettings(image="img:1", bundle_host_path="/srv/bundle"))
+    pod = job["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["command"] == ["/usr/bin/python3.11", "-m", "slipway_fleet.runner"]
+    ssh = next(v for v in pod["volumes"] if v["name"] == "ssh")["secret"]
+    assert ssh["secretName"] == "prod-ssh" and ssh["items"] == [{"key": "id_ed25519", "path": jobs.SSH_KEY_FILE}]
+    assert all("valueFrom" not in env for env in container["env"])
+    assert {"name": "bundle", "mountPath": "/bundle", "readOnly": True} in container["volumeMounts"]
+    assert pod["restartPolicy"] == "Never" and pod["serviceAccountName"] == "slipway-fleet-prod"
+    # A failed task fails the Job at once; anything else (a pod that died) is run again.
+    rule = job["spec"]["podFailurePolicy"]["rules"][0]
+    assert rule["action"] == "FailJob" and rule["onExitCodes"]["values"] == [jobs.EXIT_PLAYBOOK_FAILED]
+    assert job["spec"]["backoffLimit"] == 3
+    assert job["metadata"]["ownerReferences"][0]["kind"] == "SlipwayOperation"
+
+
+def test_the_input_holds_inventory_and_variables_and_nothing_secret():
+    op = an_operation("remove-node")
+    cm = jobs.input_config_map(op, CLUSTER, CLUSTER["spec"], {"remove_node_names": ["cp1"]})
+    assert yaml.safe_load(cm["data"]["inventory.yml"])["all"]["hosts"]["cp1"]["ansible_host"] == "10.1.0.11"
+    run = json.loads(cm["data"]["op.json"])
+    assert run["playbook"] == "remove_node.yml" and run["kubeconfigSecret"] == "prod-kubeconfig"
+    assert run["storeKubeconfig"] is False
+    assert "id_ed25519" not in json.dumps(cm)
+
+
+def test_the_runner_may_write_only_its_clusters_kubeconfig():
+    _account, role, binding = jobs.runner_rbac(CLUSTER)
+    named = [rule for rule in role["rules"] if rule.get("resourceNames")]
+    assert named == [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["prod-kubeconfig"],
+                      "verbs": ["get", "update", "patch"]}]
+    assert all("list" not in rule["verbs"] and "watch" not in rule["verbs"] for rule in role["rules"])
+    assert binding["subjects"][0]["name"] == "slipway-fleet-prod"
+
+
+def pod(created, exit_code=None, message=""):
+    status = {}
+    if exit_code is not None:
+        status = {"containerStatuses": [{"name": jobs.CONTAINER, "state": {"terminated": {
+            "exitCode": exit_code, "message": message}}}]}
+    return {"metadata": {"creationTimestamp": created}, "status": status}
+
+
+RECAP = {"cp1": {"ok": 10, "changed": 2, "failed": 0, "unreachable": 0, "skipped": 1, "rescued": 0, "ignored": 0}}
+SUMMARY = json.dumps({"playbook": "site.yml", "recap": RECAP, "logTail": ["PLAY RECAP", "cp1 : ok=10"]})
+
+
+def test_a_running_job_is_running():
+    state = jobs.job_state({"status": {"active": 1}}, [pod("2026-01-01T00:00:00Z")])
+    assert state.phase == "Running" and state.attempts == 1
+
+
+def test_a_complete_job_gives_the_recap_of_its_last_run():
+    state = jobs.job_state({"status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}},
+                           [pod("2026-01-01T00:00:00Z", 0, SUMMARY)])
+    assert state.phase == "Succeeded"
+    status = jobs.operation_status(state, "prod-create-3-abcde", "2026-01-01T00:00:00Z")
+    assert status["recap"] == [{"host": "cp1", "ok": 10, "changed": 2, "failed": 0, "unreachable": 0, "skipped": 1,
+                                "rescued": 0, "ignored": 0}]
+    assert status["logTail"][-1] == "cp1 : ok=10" and "completionTime" in status
+
+
+def test_a_pod_that_died_is_a_rerun_and_the_summary_is_the_later_runs():
+    killed = pod("2026-01-01T00:00:00Z", 137, "Killed\nlast line of the log")
+    second = pod("2026-01-01T00:05:00Z", 0, SUMMARY)
+    state = jobs.job_state({"status": {"failed": 1, "succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}},
+                           [second, killed])
+    assert state.phase == "Succeeded" and state.attempts == 2 and state.retried == 1
+    assert state.summary["recap"]["cp1"]["ok"] == 10
+
+
+def test_a_failed_task_fails_the_job_with_its_message():
+    failed = json.dumps({"failedHost": "cp1", "failedTask": "Join the control plane", "message": "kubeadm join: timeout",
+                         "recap": {"cp1": {"ok": 3, "failed": 1}}})
+    failed_job = {"status": {"failed": 1, "conditions": [{"type": "Failed", "status": "True", "reason": "PodFailurePolicy"}]}}
+    state = jobs.job_state(failed_job,
+                           [pod("2026-01-01T00:00:00Z", jobs.EXIT_PLAYBOOK_FAILED, failed)])
+    status = jobs.operation_status(state, "j", None)
+    assert status["phase"] == "Failed" and status["failedTask"] == "Join the control plane"
+    assert status["message"] == "kubeadm join: timeout" and status["failedHost"] == "cp1"
+    assert state.retried == 0
+
+
+def test_a_job_that_is_gone_is_a_failure_that_says_so():
+    assert "gone" in jobs.job_state(None, []).message
+
+
+def test_conditions_keep_their_transition_time_while_their_status_stays():
+    first = jobs.set_condition([], "Ready", True, "NodesReady", "ok", 1)
+    first[0]["lastTransitionTime"] = "2020-01-01T00:00:00Z"
+    again = jobs.set_condition(first, "Ready", True, "NodesReady", "ok", 2)
+    assert again[0]["lastTransitionTime"] == "2020-01-01T00:00:00Z" and again[0]["observedGeneration"] == 2
+    flipped = jobs.set_condition(again, "Ready", False, "NodesNotReady", "w1", 2)
+    assert flipped[0]["lastTransitionTime"] != "2020-01-01T00:00:00Z"
+
+
+# --- the runner ---------------------------------------------------------------------------------------------
+
+def test_recap_from_ansible_runner_stats():
+    stats = {"ok": {"cp1": 5, "w1": 4}, "changed": {"cp1": 1}, "failures": {"w1": 1}, "dark": {}, "skipped": {},
+             "rescued": {}, "ignored": {}}
+    got = runner.recap(stats)
+    assert got["w1"] == {"ok": 4, "changed": 0, "failed": 1, "unreachable": 0, "skipped": 0, "rescued": 0, "ignored": 0}
+    assert got["cp1"]["changed"] == 1
+
+
+def test_the_summary_fits_the_termination_message():
+    summary = {"message": "m", "recap": {"h": {"ok": 1}}, "logTail": ["x" * 300] * 40}
+    text = runner.summary_text(summary)
+    assert len(text.encode()) <= runner.MESSAGE_LIMIT
+    assert json.loads(text)["recap"] == {"h": {"ok": 1}} and json.loads(text)["logTail"]
+
+
+@pytest.fixture(name="run_dirs")
+def fixture_run_dirs(tmp_path):
+    dirs = {name: tmp_path / name for name in ("input", "work", "ssh", "kubeconfig")}
+    for path in dirs.values():
+        path.mkdir()
+    (dirs["ssh"] / jobs.SSH_KEY_FILE).write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nnot-a-real-key\n-----END OPENSSH PRIVATE KEY-----\n")
+    return dirs
+
+
+def test_the_runner_runs_site_yml_and_reports_the_models_refusal(run_dirs, tmp_path):
+    """site.yml's first stage (the model, on the controller) refuses a vip without its address: no host is
+    contacted (the hosts are TEST-NET addresses), the task and message are in the summary, exit code 3."""
+    spec = {"kubernetesVersion": "1.37.1", "controlPlaneEndpoint": {"mode": "vip"}, "artifacts": {"source": "upstream"},
+            "hosts": [{"name": "cp1", "address": "192.0.2.11", "roles": ["control_plane"]}]}
+    op = {"apiVersion": fleet.API_VERSION, "kind": "SlipwayOperation",
+          "metadata": {"name": "prod-create-1-aaaaa", "namespace": "fleet", "uid": "op"},
+          "spec": {"cluster": "prod", "type": "create"}}
+    cm = jobs.input_config_map(op, CLUSTER, spec, fleet.playbook_vars(spec, "prod"))
+    for key, value in cm["data"].items():
+        (run_dirs["input"] / key).write_text(value)
+    log = tmp_path / "termination-log"
+    code = runner.main(["--input", str(run_dirs["input"]), "--work", str(run_dirs["work"]), "--ssh", str(run_dirs["ssh"]),
+                        "--kubeconfig-dir", str(run_dirs["kubeconfig"]), "--termination-log", str(log),
+                        "--collections-path", os.path.join(ROOT, ".cache", "collections")])
+    summary = json.loads(log.read_text())
+    assert code == jobs.EXIT_PLAYBOOK_FAILED, summary
+    assert summary["playbook"] == "site.yml" and summary["failedHost"] in ("cp1", "localhost")
+    assert "slipway_control_plane_endpoint" in summary["message"], summary
+    assert "not-a-real-key" not in log.read_text()
+    assert all(counts["changed"] == 0 for counts in summary["recap"].values())
+    # The key went to a private copy that ssh accepts (mode 0600), named by path only.
+    private = Path(run_dirs["work"]) / "ssh" / jobs.SSH_KEY_FILE
+    assert private.stat().st_mode & 0o777 == 0o600
+    extravars = (Path(run_dirs["work"]) / "runner" / "env" / "extravars").read_text()
+    assert "not-a-real-key" not in extravars and str(private) in extravars
