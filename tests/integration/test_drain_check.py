@@ -1,0 +1,152 @@
+"""The upgrade's drain check (roles/upgrade tasks/drain_check.yml and slipway.cluster.drain_check) against a real
+kube-apiserver (kube_apiserver.py), run by ansible-playbook in check mode as `upgrade.yml --check` runs it.
+
+The cluster is the issue's: three control planes with kubeadm's taint and one worker, a Deployment's two replicas on
+the worker and a PodDisruptionBudget of minAvailable 1. Nodes are plain Node objects and pods are created bound to
+them (spec.nodeName), then made Running and Ready through the status subresource; no kubelet or scheduler is needed,
+since the check only reads. The check must refuse that cluster with the budget named, change nothing, and let the
+same plan through once a second worker exists.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT, run
+from kube_apiserver import fixture_kube_api  # noqa: F401  pylint: disable=unused-import  # its API server, for this module
+
+CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
+
+
+class Cluster:
+    """The issue's cluster, its names unique to this test."""
+
+    def __init__(self, kube_api):
+        self.api = kube_api
+        suffix = uuid.uuid4().hex[:6]
+        self.namespace = f"drain32-{suffix}"
+        self.control_planes = [f"cp{number}-{suffix}" for number in (1, 2, 3)]
+        self.workers: list[str] = []
+        for name in self.control_planes:
+            self.node(name, taints=[CONTROL_PLANE_TAINT])
+        self.worker(f"w1-{suffix}")
+        kube_api.request("post", "/api/v1/namespaces",
+                         body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
+        kube_api.request("post", f"/api/v1/namespaces/{self.namespace}/serviceaccounts",
+                         body={"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+        for name in ("web-a", "web-b"):
+            self.pod(name, self.workers[0])
+        kube_api.request("post", f"/apis/policy/v1/namespaces/{self.namespace}/poddisruptionbudgets", body={
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
+
+    def node(self, name: str, taints: list | None = None) -> None:
+        self.api.request("post", "/api/v1/nodes", body={
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "spec": {"taints": taints or []}})
+
+    def worker(self, name: str) -> None:
+        self.node(name)
+        self.workers.append(name)
+
+    def pod(self, name: str, node: str) -> None:
+        self.api.request("post", f"/api/v1/namespaces/{self.namespace}/pods", body={
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": "web"}, "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d9c", "uid": str(uuid.uuid4()),
+                "controller": True}]},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "example.invalid/web:1"}]}})
+        self.api.request("patch", f"/api/v1/namespaces/{self.namespace}/pods/{name}/status", body={"status": {
+            "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+            content_type="application/merge-patch+json")
+
+    def snapshot(self) -> dict[str, str]:
+        """resourceVersion of every node and pod of this test: any write changes one."""
+        versions = {}
+        for name in self.control_planes + self.workers:
+            versions[name] = self.api.request("get", f"/api/v1/nodes/{name}")["metadata"]["resourceVersion"]
+        for item in self.api.request("get", f"/api/v1/namespaces/{self.namespace}/pods")["items"]:
+            versions[item["metadata"]["name"]] = item["metadata"]["resourceVersion"]
+        return versions
+
+    def remove(self) -> None:
+        self.api.request("delete", f"/api/v1/namespaces/{self.namespace}")
+        for name in self.control_planes + self.workers:
+            self.api.request("delete", f"/api/v1/nodes/{name}")
+
+
+@pytest.fixture(name="cluster")
+def fixture_cluster(kube_api):
+    cluster = Cluster(kube_api)
+    yield cluster
+    cluster.remove()
+
+
+def check(kube_api, cluster: Cluster, tmp_path: Path, extra: dict | None = None, succeeds: bool = True) -> tuple[dict, str]:
+    """The role's drain_check entry point after a plan like upgrade.yml's first play makes (every node to do, workers
+    one at a time), in check mode; the plan's facts afterwards (none when it fails) and the run's output."""
+    playbook = [{
+        "name": "The upgrade's check, as upgrade.yml's first play runs it",
+        "hosts": "localhost",
+        "gather_facts": False,
+        "tasks": [
+            {"name": "The plan of the versions, without problems", "ansible.builtin.set_fact": {"_upgrade_plan": {
+                "problems": [], "todo_control_planes": cluster.control_planes, "todo_workers": cluster.workers,
+                "worker_batch": 1}}},
+            {"name": "Check the drains", "ansible.builtin.include_role": {
+                "name": "slipway.cluster.upgrade", "tasks_from": "drain_check"}},
+            {"name": "Save what the check decided", "ansible.builtin.copy": {
+                "content": "{{ {'plan': _upgrade_plan, 'drains': _upgrade_drains,"
+                           " 'overridden': _upgrade_drains_overridden} | to_json }}",
+                "dest": str(tmp_path / "decided.json"), "mode": "0600"},
+             "check_mode": False},
+        ],
+    }]
+    (tmp_path / "check.yml").write_text(yaml.safe_dump(playbook, sort_keys=False))
+    variables = dict(extra or {}, _upgrade_api={"kubeconfig": str(kube_api.kubeconfig), "host": kube_api.server})
+    (tmp_path / "vars.json").write_text(json.dumps(variables))
+    result = run([str(ROOT / ".venv/bin/ansible-playbook"), "--check", "-e", f"@{tmp_path / 'vars.json'}",
+                  str(tmp_path / "check.yml")], cwd=tmp_path)
+    assert (result.returncode == 0) is succeeds, result.stdout[-4000:] + result.stderr[-4000:]
+    if not succeeds:
+        return {}, result.stdout
+    return json.loads((tmp_path / "decided.json").read_text()), result.stdout
+
+
+def test_the_issues_cluster_is_refused_before_any_change_and_passes_with_a_second_worker(kube_api, cluster, tmp_path):
+    before = cluster.snapshot()
+    decided, dummy = check(kube_api, cluster, tmp_path)
+    worker = cluster.workers[0]
+    problems = decided["plan"]["problems"]
+    assert len(problems) == 2, problems
+    assert problems[0].startswith(f"node {worker}: PodDisruptionBudget {cluster.namespace}/web would refuse the "
+                                  f"eviction of {cluster.namespace}/web-"), problems
+    assert "nowhere to run" in problems[0] and "node-role.kubernetes.io/control-plane:NoSchedule" in problems[0]
+    assert "add a node these pods can run on" in problems[0]
+    assert problems[1].endswith(f"-e upgrade_drain_blockers_ignore={cluster.namespace}/web"), problems
+    assert [drain["nodes"] for drain in decided["drains"]] == [[name] for name in cluster.control_planes + [worker]]
+    assert cluster.snapshot() == before, "the check wrote to a node or a pod"
+
+    cluster.worker(f"w2-{uuid.uuid4().hex[:6]}")
+    decided, dummy = check(kube_api, cluster, tmp_path)
+    assert decided["plan"]["problems"] == []
+    assert [len(drain["evict"]) for drain in decided["drains"]] == [0, 0, 0, 2, 2]
+    assert all(not drain["pending"] for drain in decided["drains"])
+
+
+def test_a_named_budget_lets_the_upgrade_go_ahead_and_the_output_says_so(kube_api, cluster, tmp_path):
+    decided, output = check(kube_api, cluster, tmp_path, {"upgrade_drain_blockers_ignore": [f"{cluster.namespace}/web"]})
+    assert decided["plan"]["problems"] == []
+    assert [entry["budgets"] for entry in decided["overridden"]] == [[f"{cluster.namespace}/web"]]
+    assert f"OVERRIDDEN by upgrade_drain_blockers_ignore={cluster.namespace}/web" in output
+
+
+def test_a_budget_name_the_cluster_lacks_stops_the_check_with_what_to_write(kube_api, cluster, tmp_path):
+    dummy, output = check(kube_api, cluster, tmp_path, {"upgrade_drain_blockers_ignore": ["default/no-such-budget"]},
+                          succeeds=False)
+    assert "ignore: default/no-such-budget names no PodDisruptionBudget of the cluster" in output
