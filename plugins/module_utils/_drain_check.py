@@ -42,6 +42,7 @@ CAUSE_UNHEALTHY = "unhealthy pods"
 CAUSE_PLACEMENT = "nowhere to run"
 CAUSE_SEVERAL = "several budgets"
 CAUSE_INVALID = "invalid budget"
+CAUSE_UNMANAGED = "no controller"
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
@@ -226,6 +227,10 @@ class Simulation:
                 "healthy": is_ready(pod),
                 "pending": _dict(pod.get("status")).get("phase") == "Pending",
             }
+        self.load: "dict[str, int]" = {}  # pods per node, where the scheduler's spreading looks first
+        for entry in self.pods.values():
+            if entry["node"]:
+                self.load[entry["node"]] = self.load.get(entry["node"], 0) + 1
         self.budgets: "dict[str, Budget]" = {}
         self.selected: "dict[str, list[str]]" = {}
         for pdb in pdbs:
@@ -267,11 +272,19 @@ class Simulation:
                 fits.append(name)
         if not fits:
             return "", reasons
-        load = {name: 0 for name in fits}
-        for entry in self.pods.values():
-            if entry["node"] in load:
-                load[entry["node"]] += 1
-        return min(fits, key=lambda name: (load[name], name)), reasons
+        return min(fits, key=lambda name: (self.load.get(name, 0), name)), reasons
+
+    def move(self, key: str, where: "str | None") -> None:
+        """The pod now runs on ``where`` ('' while Pending; None when it is gone for good)."""
+        entry = self.pods[key]
+        if entry["node"]:
+            self.load[entry["node"]] -= 1
+        if where is None:
+            del self.pods[key]
+            return
+        if where:
+            self.load[where] = self.load.get(where, 0) + 1
+        entry["node"], entry["pending"] = where, not where
 
     def counts(self, budget: Budget) -> "tuple[int, int, int, int] | None":
         """(selected, healthy, expected, desired) now; None for an invalid budget."""
@@ -300,20 +313,19 @@ class Simulation:
         the replacement stays Pending, else None."""
         entry = self.pods[key]
         if drain.controller_of(entry["pod"]) is None:
-            del self.pods[key]  # nothing recreates it
+            self.move(key, None)  # nothing recreates it
             return None
         where, reasons = self.place(entry["pod"])
-        entry["node"] = where
-        entry["pending"] = not where
+        self.move(key, where)
         return None if where else reasons
 
     def place_pending(self) -> None:
         """The replacements waiting for a node run as soon as one lets them."""
-        for entry in self.pods.values():
+        for key, entry in self.pods.items():
             if not entry["node"]:
                 where, dummy = self.place(entry["pod"])
                 if where:
-                    entry["node"], entry["pending"] = where, False
+                    self.move(key, where)
 
 
 def describe_exclusions(reasons: "dict[str, list[str]]") -> str:
@@ -346,7 +358,7 @@ def _fix(cause: str, budget: Budget, counts: "tuple[int, int, int, int] | None",
 
 
 def _ignored(budget_keys: "list[str]", ignore: "set[str]", ignore_all: bool) -> bool:
-    return ignore_all or all(key in ignore for key in budget_keys)
+    return ignore_all or (bool(budget_keys) and all(key in ignore for key in budget_keys))
 
 
 def drain_blockers(
@@ -356,13 +368,16 @@ def drain_blockers(
     order: "Iterable[Any]",
     after: str = "uncordoned",
     ignore: "Iterable[str]" = (),
+    force: bool = False,
 ) -> "dict[str, Any]":
     """Play the drains through in ``order`` (each item a node name, or a list of names drained together).
 
     Returns ``problems`` (bad input: nodes not in the cluster, ``ignore`` naming no budget, an unknown ``after``),
     ``drains`` (per step: nodes, pods evicted, pods whose replacement would stay Pending), ``blockers`` (one entry per
     budget and step that would refuse an eviction for good, with node, budget, pods, cause, why, fix and message) and
-    ``ignored`` (those that ``ignore`` lets through: ``namespace/name`` of budgets, or ``all``).
+    ``ignored`` (those that ``ignore`` lets through: ``namespace/name`` of budgets, or ``all``). Without ``force``
+    (node_drain's), a pod without a controller is refused by the drain: a blocker of no budget, which only ``all``
+    lets through.
     """
     problems: "list[str]" = []
     if after not in AFTER_CHOICES:
@@ -391,11 +406,13 @@ def drain_blockers(
     for step in steps:
         sim.draining = set(step)
         on_step = [entry["pod"] for entry in sim.pods.values() if entry["node"] in sim.draining]
-        plan = drain.plan_drain(on_step, force=True)
+        plan = drain.plan_drain(on_step, force=force)
         evicted: "list[str]" = []
         pending: "list[dict[str, str]]" = []
         by_budget: "dict[str, list[str]]" = {}
-        findings: "list[dict[str, Any]]" = []
+        findings: "list[dict[str, Any]]" = [
+            {"budgets": [], "cause": CAUSE_UNMANAGED, "pods": ["%s/%s" % (entry["namespace"], entry["name"])]}
+            for entry in plan.refused if entry["reason"] == drain.REFUSE_UNMANAGED]
         for pod in plan.evict:
             key = drain.pod_key(pod)
             budgets = drain.pdbs_selecting(list(b.obj for b in sim.budgets.values()), pod)
@@ -439,9 +456,9 @@ def drain_blockers(
         sim.draining = set()
         if after == "removed":
             sim.removed |= set(step)
-            for entry in sim.pods.values():
+            for key, entry in sim.pods.items():
                 if entry["node"] in sim.removed:
-                    entry["node"], entry["pending"] = "", True
+                    sim.move(key, "")
         else:
             sim.cordoned -= set(step)
         sim.place_pending()
@@ -469,11 +486,14 @@ def _blocker(sim: Simulation, step: "list[str]", finding: "dict[str, Any]") -> "
     pods = finding["pods"]
     node_names = sorted({sim.pods[key]["node"] or "" for key in pods if key in sim.pods} - {""}) or list(step)
     where = ", ".join(node_names)
-    if cause == CAUSE_SEVERAL:
+    if cause == CAUSE_UNMANAGED:
+        why = "%s has no controller: nothing would recreate it, so the drain refuses to evict it" % ", ".join(pods)
+        fix = ("delete the pod yourself, or run it under a controller such as a Deployment (remove_node.yml: or "
+               "remove_node_force: true, which evicts it for good)")
+    elif cause == CAUSE_SEVERAL:
         why = ("PodDisruptionBudgets %s all select %s, and the API server refuses to evict a pod that more than one "
                "budget selects" % (", ".join(budgets), ", ".join(pods)))
         fix = "change the budgets' selectors so that one budget at most selects each pod"
-        counts = None
     else:
         budget = sim.budgets[budgets[0]]
         counts = finding["counts"]
@@ -505,7 +525,11 @@ def _blocker(sim: Simulation, step: "list[str]", finding: "dict[str, Any]") -> "
                     gone.append("the evicted pods' replacements have nowhere to run (%s)" % describe_exclusions(reasons))
                 why = "%s; once evicted, %s" % (numbers, "; ".join(gone))
         fix = _fix(cause, budget, counts, node_names, finding.get("on_node", len(pods)))
-    message = ("node %s: PodDisruptionBudget%s %s would refuse the eviction of %s (%s): %s. To drain it: %s"
-               % (where, "s" if len(budgets) > 1 else "", ", ".join(budgets), ", ".join(pods), cause, why, fix))
+    if budgets:
+        subject = "PodDisruptionBudget%s %s would refuse the eviction of %s" % (
+            "s" if len(budgets) > 1 else "", ", ".join(budgets), ", ".join(pods))
+    else:
+        subject = "the drain would refuse %s" % ", ".join(pods)
+    message = "node %s: %s (%s): %s. To drain it: %s" % (where, subject, cause, why, fix)
     return {"node": where, "nodes": node_names, "step": list(step), "budgets": budgets, "pods": list(pods),
             "cause": cause, "why": why, "fix": fix, "message": message}

@@ -307,6 +307,7 @@ DRAIN_CHECK_ARGS: "dict[str, Any]" = dict(
         nodes={"type": "list", "elements": "raw", "required": True},
         after={"type": "str", "default": "uncordoned", "choices": list(drain_check.AFTER_CHOICES)},
         ignore={"type": "list", "elements": "str", "default": []},
+        force={"type": "bool", "default": False},
     ),
     supports_check_mode=True,
 )
@@ -320,7 +321,7 @@ def run_drain_check(module) -> None:
     except K8sError as exc:
         module.fail_json(msg=exc.msg, api_status=exc.status, api_reason=exc.reason, api_body=exc.body)
     result = drain_check.drain_blockers(nodes, pods, pdbs, module.params["nodes"], after=module.params["after"],
-                                        ignore=module.params["ignore"])
+                                        ignore=module.params["ignore"], force=module.params["force"])
     if result["problems"]:
         module.fail_json(msg="; ".join(result["problems"]), **dict(result, changed=False))
     for entry in result["ignored"]:

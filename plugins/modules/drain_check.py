@@ -55,6 +55,13 @@ options:
     type: list
     elements: str
     default: []
+  force:
+    description:
+      - The drain's O(slipway.cluster.node_drain#module:force). Without it a drain refuses pods that have no
+        controller, and each such pod is in RV(blockers) (cause V(no controller), no budget; only O(ignore=all) lets
+        it through). With it they are evicted and, nothing recreating them, counted gone.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - slipway.cluster.k8s_auth
 attributes:
@@ -122,7 +129,8 @@ blockers:
       elements: str
       sample: [w1]
     budgets:
-      description: C(namespace/name) of the PodDisruptionBudget (two or more for V(several budgets)).
+      description: C(namespace/name) of the PodDisruptionBudget (two or more for V(several budgets), none for
+        V(no controller)).
       type: list
       elements: str
       sample: [default/web]
@@ -134,7 +142,7 @@ blockers:
     cause:
       description: Why, in short.
       type: str
-      choices: [budget allows no eviction, unhealthy pods, nowhere to run, several budgets, invalid budget]
+      choices: [budget allows no eviction, unhealthy pods, nowhere to run, several budgets, invalid budget, no controller]
       sample: nowhere to run
     why:
       description: The budget's numbers and, for V(nowhere to run), every other node and why it cannot take the pods.

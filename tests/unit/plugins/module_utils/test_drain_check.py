@@ -298,11 +298,23 @@ def test_bad_input_is_named_before_anything_is_decided():
     ]
 
 
-def test_pods_without_a_controller_are_not_recreated_but_still_ask_their_budget():
+def test_with_force_pods_without_a_controller_are_not_recreated_but_still_ask_their_budget():
     pods = [pod("bare-a", "w1", owner=None), pod("bare-b", "w1", owner=None)]
-    result = blockers([node("w1")], pods, [pdb(minAvailable=1)], order=["w1"])
+    result = blockers([node("w1"), node("w2")], pods, [pdb(minAvailable=1)], order=["w1"], force=True)
     assert [b["cause"] for b in result["blockers"]] == [dc.CAUSE_PLACEMENT]
     assert result["drains"][0]["evict"] == ["default/bare-a"] and result["drains"][0]["pending"] == []
+
+
+def test_without_force_the_drain_refuses_a_pod_without_a_controller_whatever_its_budgets():
+    pods = [pod("bare", "w1", owner=None, labels={"app": "bare"}), pod("web-a", "w1"), pod("web-b", "w2")]
+    result = blockers([node("w1"), node("w2")], pods, [pdb(minAvailable=1)], order=["w1"])
+    assert [(b["cause"], b["budgets"], b["pods"]) for b in result["blockers"]] == [
+        (dc.CAUSE_UNMANAGED, [], ["default/bare"])]
+    assert result["blockers"][0]["message"].startswith("node w1: the drain would refuse default/bare (no controller)")
+    named = blockers([node("w1"), node("w2")], pods, [pdb(minAvailable=1)], order=["w1"], ignore=["default/web"])
+    assert [b["cause"] for b in named["blockers"]] == [dc.CAUSE_UNMANAGED]
+    everything = blockers([node("w1"), node("w2")], pods, [pdb(minAvailable=1)], order=["w1"], ignore=["all"])
+    assert [b["cause"] for b in everything["ignored"]] == [dc.CAUSE_UNMANAGED] and everything["blockers"] == []
 
 
 def test_a_pod_without_a_budget_that_has_nowhere_to_go_is_reported_pending_but_blocks_nothing():
