@@ -87,10 +87,11 @@ def _tolerations(pod: dict) -> list:
 
 
 def untolerated_taints(pod: dict, node: dict) -> "list[str]":
-    """``key=value:Effect`` of the node's NoSchedule and NoExecute taints the pod does not tolerate."""
+    """``key=value:Effect`` of the node's NoSchedule and NoExecute taints the pod does not tolerate; the cordon's own
+    taint (node.kubernetes.io/unschedulable) is left to the cordon, which the simulation lifts after a node's turn."""
     found = []
     for taint in _taints(node):
-        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+        if taint.get("effect") not in ("NoSchedule", "NoExecute") or taint.get("key") == UNSCHEDULABLE_TAINT:
             continue
         if not any(toleration_matches(toleration, taint) for toleration in _tolerations(pod)):
             value = taint.get("value")

@@ -128,7 +128,7 @@ def test_the_issues_cluster_is_refused_before_any_change_and_passes_with_a_secon
                                   f"eviction of {cluster.namespace}/web-"), problems
     assert "nowhere to run" in problems[0] and "node-role.kubernetes.io/control-plane:NoSchedule" in problems[0]
     assert "add a node these pods can run on" in problems[0]
-    assert problems[1].endswith(f"-e upgrade_drain_blockers_ignore={cluster.namespace}/web"), problems
+    assert problems[1].endswith(f"for them: -e upgrade_drain_blockers_ignore={cluster.namespace}/web"), problems
     assert [drain["nodes"] for drain in decided["drains"]] == [[name] for name in cluster.control_planes + [worker]]
     assert cluster.snapshot() == before, "the check wrote to a node or a pod"
 
@@ -140,7 +140,8 @@ def test_the_issues_cluster_is_refused_before_any_change_and_passes_with_a_secon
 
 
 def test_a_named_budget_lets_the_upgrade_go_ahead_and_the_output_says_so(kube_api, cluster, tmp_path):
-    decided, output = check(kube_api, cluster, tmp_path, {"upgrade_drain_blockers_ignore": [f"{cluster.namespace}/web"]})
+    # As -e upgrade_drain_blockers_ignore=NAMESPACE/web gives it: a string.
+    decided, output = check(kube_api, cluster, tmp_path, {"upgrade_drain_blockers_ignore": f"{cluster.namespace}/web"})
     assert decided["plan"]["problems"] == []
     assert [entry["budgets"] for entry in decided["overridden"]] == [[f"{cluster.namespace}/web"]]
     assert f"OVERRIDDEN by upgrade_drain_blockers_ignore={cluster.namespace}/web" in output

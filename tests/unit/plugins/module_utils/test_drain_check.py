@@ -118,8 +118,11 @@ def test_a_cordoned_node_takes_no_pod_until_its_own_turn_uncordons_it():
     first_w1 = blockers(nodes, pods, [pdb(minAvailable=1)], order=["w1", "w2"])
     assert [b["node"] for b in first_w1["blockers"]] == ["w1"]
     assert "w2: cordoned" in first_w1["blockers"][0]["why"]
-    # w2 drained (and uncordoned) first: then it takes w1's pods.
+    # w2 drained (and uncordoned) first: then it takes w1's pods, the cordon's taint gone with the cordon.
     assert blockers(nodes, pods, [pdb(minAvailable=1)], order=["w2", "w1"])["blockers"] == []
+    nodes[-1]["spec"]["taints"] = [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]
+    assert blockers(nodes, pods, [pdb(minAvailable=1)], order=["w2", "w1"])["blockers"] == []
+    assert [b["node"] for b in blockers(nodes, pods, [pdb(minAvailable=1)], order=["w1", "w2"])["blockers"]] == ["w1"]
 
 
 @pytest.mark.parametrize("spec, fits_w2", [
