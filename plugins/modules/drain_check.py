@@ -73,7 +73,7 @@ attributes:
     description: Nothing is changed, so there is no diff.
   idempotent:
     support: full
-    description: Read-only; RV(changed) is always false.
+    description: Read-only; the module never reports a change.
 notes:
   - Runs where the admin kubeconfig is, typically on the controller (C(delegate_to) V(localhost)).
   - Reads the whole cluster's Pods once; on a very large cluster that list is the cost of the check.
