@@ -330,7 +330,7 @@ class Simulation:
 
 
 def describe_exclusions(reasons: "dict[str, list[str]]") -> str:
-    """``cp1, cp2: taint ... not tolerated; w1: being drained`` (or ``no node``)."""
+    """``cp1, cp2: taint ... not tolerated; w1: being drained``, the nodes grouped by reason."""
     if not reasons:
         return "the cluster has no other node"
     return "; ".join("%s: %s" % (", ".join(names), why) for why, names in sorted(reasons.items(), key=lambda item: item[1]))
@@ -404,6 +404,7 @@ def drain_blockers(
     if problems:
         return result
 
+    pdb_objects = [budget.obj for budget in sim.budgets.values()]
     for step in steps:
         sim.draining = set(step)
         on_step = [entry["pod"] for entry in sim.pods.values() if entry["node"] in sim.draining]
@@ -416,7 +417,7 @@ def drain_blockers(
             for entry in plan.refused if entry["reason"] == drain.REFUSE_UNMANAGED]
         for pod in plan.evict:
             key = drain.pod_key(pod)
-            budgets = drain.pdbs_selecting(list(b.obj for b in sim.budgets.values()), pod)
+            budgets = drain.pdbs_selecting(pdb_objects, pod)
             if len(budgets) > 1:
                 findings.append({"budgets": budgets, "cause": CAUSE_SEVERAL, "pods": [key]})
                 continue
