@@ -209,6 +209,34 @@ class Budget:
         return 0, 0
 
 
+class _LabelIndex:
+    """The pods by namespace and by label, so that a budget's selector is tried on the pods that may match only."""
+
+    def __init__(self, pods: "dict[str, dict[str, Any]]"):
+        self.labels: "dict[str, dict[str, str]]" = {}
+        self.by_namespace: "dict[str, list[str]]" = {}
+        self.by_label: "dict[tuple[str, str, Any], set[str]]" = {}
+        for key, entry in pods.items():
+            namespace = drain.pod_namespace(entry["pod"])
+            labels = _dict(_dict(entry["pod"].get("metadata")).get("labels"))
+            self.labels[key] = labels
+            self.by_namespace.setdefault(namespace, []).append(key)
+            for label, value in labels.items():
+                self.by_label.setdefault((namespace, label, value), set()).add(key)
+
+    def selected(self, pdb: dict) -> "list[str]":
+        """The pods the budget selects (drain.pdb_selects), in the pods' order."""
+        namespace = _dict(pdb.get("metadata")).get("namespace") or "default"
+        selector = _dict(pdb.get("spec")).get("selector")
+        candidates = self.by_namespace.get(namespace, [])
+        match_labels = _dict(_dict(selector).get("matchLabels"))
+        if match_labels:
+            sets = [self.by_label.get((namespace, label, value), set()) for label, value in match_labels.items()]
+            narrowed = set.intersection(*sets)
+            candidates = [key for key in candidates if key in narrowed]
+        return [key for key in candidates if drain.selector_matches(selector, self.labels[key])]
+
+
 class Simulation:
     """The pods where the drains leave them, step after step."""
 
@@ -234,8 +262,9 @@ class Simulation:
                 self.load[entry["node"]] = self.load.get(entry["node"], 0) + 1
         self.budgets: "dict[str, Budget]" = {}
         self.selected: "dict[str, list[str]]" = {}
+        index = _LabelIndex(self.pods)
         for pdb in pdbs:
-            keys = [key for key, entry in self.pods.items() if drain.pdb_selects(pdb, entry["pod"])]
+            keys = index.selected(pdb)
             status = _dict(pdb.get("status"))
             observed = status.get("observedGeneration")
             generation = _dict(pdb.get("metadata")).get("generation")
@@ -246,6 +275,11 @@ class Simulation:
             budget = Budget(pdb, scale)
             self.budgets[budget.key] = budget
             self.selected[budget.key] = keys
+        # The budgets that select each pod (labels do not change while the drains run).
+        self.budgets_of: "dict[str, list[str]]" = {}
+        for budget_key in sorted(self.selected):
+            for key in self.selected[budget_key]:
+                self.budgets_of.setdefault(key, []).append(budget_key)
 
     # where a pod may run
     def exclusion(self, pod: dict, name: str) -> str:
@@ -404,7 +438,6 @@ def drain_blockers(
     if problems:
         return result
 
-    pdb_objects = [budget.obj for budget in sim.budgets.values()]
     for step in steps:
         sim.draining = set(step)
         on_step = [entry["pod"] for entry in sim.pods.values() if entry["node"] in sim.draining]
@@ -417,7 +450,7 @@ def drain_blockers(
             for entry in plan.refused if entry["reason"] == drain.REFUSE_UNMANAGED]
         for pod in plan.evict:
             key = drain.pod_key(pod)
-            budgets = drain.pdbs_selecting(pdb_objects, pod)
+            budgets = sim.budgets_of.get(key, [])
             if len(budgets) > 1:
                 findings.append({"budgets": budgets, "cause": CAUSE_SEVERAL, "pods": [key]})
                 continue
