@@ -46,9 +46,15 @@ class Cluster:
             "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
 
     def node(self, name: str, taints: list | None = None) -> None:
+        """A Ready node with these taints only: the API server's TaintNodesByCondition admission gives a new Node
+        node.kubernetes.io/not-ready:NoSchedule, which the node lifecycle controller (not running here) would lift."""
         self.api.request("post", "/api/v1/nodes", body={
-            "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "spec": {"taints": taints or []}})
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}})
+        self.api.request("patch", f"/api/v1/nodes/{name}", body={"spec": {"taints": taints or None}},
+                         content_type="application/merge-patch+json")
+        self.api.request("patch", f"/api/v1/nodes/{name}/status", body={"status": {"conditions": [
+            {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "test"}]}},
+            content_type="application/merge-patch+json")
 
     def worker(self, name: str) -> None:
         self.node(name)
