@@ -157,3 +157,64 @@ def test_a_budget_name_the_cluster_lacks_stops_the_check_with_what_to_write(kube
     dummy, output = check(kube_api, cluster, tmp_path, {"upgrade_drain_blockers_ignore": ["default/no-such-budget"]},
                           succeeds=False)
     assert "ignore: default/no-such-budget names no PodDisruptionBudget of the cluster" in output
+
+
+REMOVE_NODE = ROOT / "playbooks" / "remove_node.yml"
+# remove_node.yml's own tasks, run as written: the drain check, the problems it adds, the overrides it shows.
+REMOVE_NODE_TASKS = ("Check that every drain of the removal can finish", "Add the budgets that would block a drain to the problems",
+                     "Say which blocking budgets are let through")
+
+
+def remove_check(kube_api, cluster: Cluster, tmp_path: Path, names: list[str], extra: list[str]) -> tuple[dict, str]:
+    """remove_node.yml's drain check tasks, copied from the playbook, after facts like its first plays decide (every
+    machine answers); the removal plan afterwards and the run's output."""
+    decide = next(play for play in yaml.safe_load(REMOVE_NODE.read_text()) if play["name"] == "Decide the removal before any change")
+    tasks = [task for task in decide["tasks"] if task["name"] in REMOVE_NODE_TASKS]
+    assert [task["name"] for task in tasks] == list(REMOVE_NODE_TASKS)
+    hosts = cluster.control_planes + cluster.workers
+    (tmp_path / "hosts.ini").write_text("".join(f"{name} ansible_connection=local\n" for name in hosts))
+    force = any(item == "remove_node_force=true" for item in extra)
+    playbook = [{
+        "name": "remove_node.yml's drain check",
+        "hosts": "all",
+        "gather_facts": False,
+        "tasks": [
+            {"name": "What the first plays decided", "ansible.builtin.set_fact": {
+                "_remove_node_names": names, "_remove_node_force": force,
+                "_remove_node_plan": {"problems": [], "warnings": [], "names": names, "nodes_to_delete": names},
+                "__remove_node_ping": {"ping": "pong"},
+                "preflight_kubeconfig": str(kube_api.kubeconfig),
+                "slipway_cluster": {"first_control_plane": cluster.control_planes[0],
+                                    "nodes": {cluster.control_planes[0]: {"api_url": kube_api.server}}}}},
+            *tasks,
+            {"name": "Save the plan", "ansible.builtin.copy": {"content": "{{ _remove_node_plan | to_json }}",
+                                                                "dest": str(tmp_path / "plan.json"), "mode": "0600"},
+             "delegate_to": "localhost", "run_once": True, "check_mode": False},
+        ],
+    }]
+    (tmp_path / "remove.yml").write_text(yaml.safe_dump(playbook, sort_keys=False))
+    result = run([str(ROOT / ".venv/bin/ansible-playbook"), "--check", "-i", str(tmp_path / "hosts.ini"),
+                  *[arg for item in extra for arg in ("-e", item)], str(tmp_path / "remove.yml")], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    return json.loads((tmp_path / "plan.json").read_text()), result.stdout
+
+
+def test_removing_both_workers_is_refused_at_the_second_and_force_lets_it_through(kube_api, cluster, tmp_path):
+    cluster.worker(f"w2-{uuid.uuid4().hex[:6]}")
+    first, second = cluster.workers
+    before = cluster.snapshot()
+    plan, dummy = remove_check(kube_api, cluster, tmp_path, [first], [])
+    assert plan["problems"] == []
+    plan, dummy = remove_check(kube_api, cluster, tmp_path, [first, second], [])
+    assert len(plan["problems"]) == 2, plan["problems"]
+    assert plan["problems"][0].startswith(f"node {second}: PodDisruptionBudget {cluster.namespace}/web would refuse")
+    assert f"{first}: removed" in plan["problems"][0]
+    assert plan["problems"][1].endswith(f"-e remove_node_drain_blockers_ignore={cluster.namespace}/web")
+    plan, output = remove_check(kube_api, cluster, tmp_path, [first, second], ["remove_node_force=true"])
+    assert plan["problems"] == []
+    assert f"OVERRIDDEN by remove_node_force: node {second}: PodDisruptionBudget {cluster.namespace}/web" in output
+    plan, output = remove_check(kube_api, cluster, tmp_path, [first, second],
+                                [f"remove_node_drain_blockers_ignore={cluster.namespace}/web"])
+    assert plan["problems"] == []
+    assert "OVERRIDDEN by remove_node_drain_blockers_ignore" in output
+    assert cluster.snapshot() == before, "the check wrote to a node or a pod"
