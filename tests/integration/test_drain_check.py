@@ -11,6 +11,7 @@ same plan through once a second worker exists.
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -218,3 +219,58 @@ def test_removing_both_workers_is_refused_at_the_second_and_force_lets_it_throug
     assert plan["problems"] == []
     assert "OVERRIDDEN by remove_node_drain_blockers_ignore" in output
     assert cluster.snapshot() == before, "the check wrote to a node or a pod"
+
+
+def upgrade_check(kube_api, cluster: Cluster, tmp_path: Path) -> subprocess.CompletedProcess:
+    """The upgrade role's whole `check` entry point, in check mode as `upgrade.yml --check` runs it, after facts like
+    the preflight reads and tasks/read.yml find on a cluster at 1.36.5 (the nodes read from the API server have no
+    kubelet to report a version); the target 1.37.1."""
+    hosts = cluster.control_planes + cluster.workers
+    python = ROOT / ".venv" / "bin" / "python"
+    (tmp_path / "hosts.ini").write_text("".join(f"{name} ansible_connection=local ansible_python_interpreter={python}\n"
+                                                for name in hosts))
+    (tmp_path / "kubeadm").write_text("#!/bin/sh\n")
+    at = {component: "1.36.5" for component in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")}
+    facts = {
+        "slipway_cluster": {
+            "kubernetes_version": "1.37.1", "control_planes": cluster.control_planes,
+            "first_control_plane": cluster.control_planes[0], "endpoint": {},
+            "nodes": {name: {"kubernetes": True, "api_url": kube_api.server} for name in hosts},
+            "artifacts": {"binaries": [{"name": "kubeadm", "src": str(tmp_path / "kubeadm")}]}},
+        "preflight_kubeconfig": str(kube_api.kubeconfig),
+        "preflight_running": {"etcd": None, "nodes": {name: {
+            "name": name, "ready": True, "unschedulable": False, "version": "v1.36.5",
+            "control_plane": name in cluster.control_planes} for name in hosts}},
+        "_upgrade_static_pod_versions": {name: at for name in cluster.control_planes},
+        "_upgrade_cluster_version": "1.36.5",
+        "_upgrade_certificates": {},
+    }
+    playbook = [{
+        "name": "upgrade.yml's check",
+        "hosts": "all",
+        "gather_facts": False,
+        "tasks": [
+            {"name": "What the preflight reads and tasks/read.yml found", "ansible.builtin.set_fact": facts},
+            {"name": "Plan the upgrade and stop on every problem", "ansible.builtin.import_role": {
+                "name": "slipway.cluster.upgrade", "tasks_from": "check"}},
+        ],
+    }]
+    (tmp_path / "upgrade-check.yml").write_text(yaml.safe_dump(playbook, sort_keys=False))
+    return run([str(ROOT / ".venv/bin/ansible-playbook"), "--check", "-i", str(tmp_path / "hosts.ini"),
+                "-e", f"upgrade_staging_dir={tmp_path / 'staging'}", str(tmp_path / "upgrade-check.yml")], cwd=tmp_path)
+
+
+def test_upgrade_check_mode_stops_on_the_blocker_in_its_one_list_and_shows_the_drains_once_it_can(kube_api, cluster, tmp_path):
+    before = cluster.snapshot()
+    refused = upgrade_check(kube_api, cluster, tmp_path)
+    assert refused.returncode != 0, refused.stdout[-4000:]
+    assert "The upgrade to 1.37.1 cannot start; nothing was changed:" in refused.stdout
+    assert f"node {cluster.workers[0]}: PodDisruptionBudget {cluster.namespace}/web would refuse" in refused.stdout
+    assert not (tmp_path / "staging").exists()
+    cluster.worker(f"w2-{uuid.uuid4().hex[:6]}")
+    planned = upgrade_check(kube_api, cluster, tmp_path)
+    assert planned.returncode == 0, planned.stdout[-4000:] + planned.stderr[-4000:]
+    assert "Upgrading from 1.36.5 to 1.37.1" in planned.stdout
+    assert f"Drain {cluster.workers[0]}: evicts 2 pod(s)" in planned.stdout
+    assert f"Drain {cluster.workers[1]}: evicts 2 pod(s)" in planned.stdout
+    assert cluster.snapshot() == dict(before, **{cluster.workers[1]: cluster.snapshot()[cluster.workers[1]]})
