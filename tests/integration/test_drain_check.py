@@ -188,8 +188,9 @@ def remove_check(kube_api, cluster: Cluster, tmp_path: Path, names: list[str], e
                 "slipway_cluster": {"first_control_plane": cluster.control_planes[0],
                                     "nodes": {cluster.control_planes[0]: {"api_url": kube_api.server}}}}},
             *tasks,
-            {"name": "Save the plan", "ansible.builtin.copy": {"content": "{{ _remove_node_plan | to_json }}",
-                                                                "dest": str(tmp_path / "plan.json"), "mode": "0600"},
+            {"name": "Save the plan",
+             "ansible.builtin.copy": {"content": "{{ _remove_node_plan | to_json }}", "dest": str(tmp_path / "plan.json"),
+                                      "mode": "0600"},
              "delegate_to": "localhost", "run_once": True, "check_mode": False},
         ],
     }]
