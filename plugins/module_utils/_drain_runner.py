@@ -8,7 +8,8 @@
 and dicts, like ``ClusterConfigurationApi`` in _k8s; ``NodeDrainer`` cordons, sorts the pods with the
 pure rules of _drain, evicts with retries while PodDisruptionBudgets refuse, waits for the evicted
 pods to go, and exits or fails the module. The module's main() builds its AnsibleModule from
-NODE_DRAIN_ARGS and calls run_node_drain.
+NODE_DRAIN_ARGS and calls run_node_drain; drain_check's main() builds it from DRAIN_CHECK_ARGS and calls
+run_drain_check, which reads the whole cluster once and decides with the pure rules of _drain_check.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ansible_collections.slipway.cluster.plugins.module_utils import _drain as drain
+from ansible_collections.slipway.cluster.plugins.module_utils import _drain_check as drain_check
 # _k8s's private helpers too: the dynamic client without discovery, answers kept as plain data.
 from ansible_collections.slipway.cluster.plugins.module_utils._k8s import (
     AUTH_ARG_SPEC,
@@ -108,9 +110,18 @@ class NodeApi:
         listing = self._request("get", "/api/v1/pods", field_selector="spec.nodeName=" + node)
         return [item for item in (listing or {}).get("items") or [] if isinstance(item, dict)]
 
-    def pdbs(self) -> "list[dict]":
-        listing = self._request("get", "/apis/policy/v1/poddisruptionbudgets")
+    def _items(self, path: str) -> "list[dict]":
+        listing = self._request("get", path)
         return [item for item in (listing or {}).get("items") or [] if isinstance(item, dict)]
+
+    def nodes(self) -> "list[dict]":
+        return self._items("/api/v1/nodes")
+
+    def all_pods(self) -> "list[dict]":
+        return self._items("/api/v1/pods")
+
+    def pdbs(self) -> "list[dict]":
+        return self._items("/apis/policy/v1/poddisruptionbudgets")
 
     @staticmethod
     def _delete_options(grace_period: "int | None") -> dict:
@@ -288,3 +299,31 @@ def run_node_drain(module) -> None:
         drainer.run()
     except K8sError as exc:
         drainer.fail(exc.msg, api_status=exc.status, api_reason=exc.reason, api_body=exc.body)
+
+
+DRAIN_CHECK_ARGS: "dict[str, Any]" = dict(
+    argument_spec=dict(
+        copy.deepcopy(AUTH_ARG_SPEC),
+        nodes={"type": "list", "elements": "raw", "required": True},
+        after={"type": "str", "default": "uncordoned", "choices": list(drain_check.AFTER_CHOICES)},
+        ignore={"type": "list", "elements": "str", "default": []},
+        force={"type": "bool", "default": False},
+    ),
+    supports_check_mode=True,
+)
+
+
+def run_drain_check(module) -> None:
+    """Read the Nodes, Pods and PodDisruptionBudgets once, decide with _drain_check, and report; changes nothing."""
+    api = connect(module)
+    try:
+        nodes, pods, pdbs = api.nodes(), api.all_pods(), api.pdbs()
+    except K8sError as exc:
+        module.fail_json(msg=exc.msg, api_status=exc.status, api_reason=exc.reason, api_body=exc.body)
+    result = drain_check.drain_blockers(nodes, pods, pdbs, module.params["nodes"], after=module.params["after"],
+                                        ignore=module.params["ignore"], force=module.params["force"])
+    if result["problems"]:
+        module.fail_json(msg="; ".join(result["problems"]), **dict(result, changed=False))
+    for entry in result["ignored"]:
+        module.warn("overridden by ignore: %s" % entry["message"])
+    module.exit_json(changed=False, **result)
