@@ -877,6 +877,13 @@ def _check_unused_hosts(col: _Collector, groups: Mapping[str, Any], used: list[s
         # The controller's own entry (localhost with its interpreter, for the tasks delegated to it) is no machine.
         if host in used_set or host in _CONTROLLER_NAMES:
             continue
+        if not host.isprintable() or any(ch.isspace() for ch in host):
+            # No inventory names a host so: Ansible made it of a file in the inventory's directory that is no
+            # inventory (it warned it could not parse it), such as a snapshot etcd_backup.yml wrote to backups/.
+            col.warn(f"host {host[:24]!r}", "is not a host name but bytes of a file in the inventory's directory that "
+                     "is no inventory; it is ignored. Give -i the inventory file, or keep such files out of the directory "
+                     "(ansible.cfg [inventory] ignore_patterns = ^artifacts$, ^backups$)")
+            continue
         member_of = sorted(name for name, members in groups.items()
                            if name not in ("all", "ungrouped") and host in (members or []))
         hints, own = [], []

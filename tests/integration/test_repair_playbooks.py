@@ -101,3 +101,22 @@ def test_a_missing_relative_snapshot_is_named_as_resolved(in_checkout, tool):
     output = result.stdout + result.stderr
     assert f"{missing} does not exist on the controller" in output, output
     assert "relative path is read from the directory ansible-playbook runs in" in output, output
+
+
+def test_an_inventory_directory_with_its_backups_and_artifacts_beside_it(in_checkout, tool):
+    # The lifecycle scenario's form: -i the inventory's directory, which holds backups/ (etcd_backup.yml's snapshots,
+    # binary) and artifacts/ (site.yml's admin kubeconfig). They are no inventories: Ansible must not make hosts of them.
+    inventory = in_checkout / "inventory"
+    inventory.mkdir()
+    (inventory / "hosts.yml").write_text(INVENTORY)
+    snapshot = _snapshot(inventory, damage=True)
+    snapshot.write_bytes(b"\x00\x00\x11\x00\x00\x00?\x03\x00\x00\n\x08_\x00 x\n" + snapshot.read_bytes()[16:])
+    (inventory / "backups" / (snapshot.name + ".sha256")).write_text(f"{'a' * 64}  {snapshot.name}\n")
+    (inventory / "artifacts").mkdir()
+    (inventory / "artifacts" / "admin.conf").write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    result = run([tool("ansible-playbook"), "-i", str(inventory.relative_to(ROOT)), "playbooks/etcd_restore.yml",
+                  "-e", f"etcd_snapshot={snapshot.relative_to(ROOT)}"], cwd=ROOT)
+    output = result.stdout + result.stderr
+    assert f"{snapshot} is damaged: its sha256 is" in output, output
+    assert "is in no group the cluster uses" not in output, output
+    assert "bytes of a file in the inventory's directory" not in output, output

@@ -912,6 +912,14 @@ def test_the_controllers_own_entry_is_no_left_out_machine():
     assert build(_with_all({**GOOD_GROUPS, "ungrouped": ["localhost"]}))["warnings"] == []
 
 
+def test_bytes_of_a_file_that_is_no_inventory_are_no_left_out_host():
+    # -i the inventory's directory, with backups/ beside it: Ansible's ini parser makes hosts of a snapshot's bytes.
+    junk = "\x00\x00\x11\x00?\x03 x"
+    model = build(_with_all({**GOOD_GROUPS, "ungrouped": [junk]}))
+    assert [w.split(":")[0] for w in model["warnings"]] == [f"host {junk!r}"]
+    assert "is not a host name but bytes of a file in the inventory's directory" in model["warnings"][0]
+
+
 def test_a_host_only_in_a_group_of_the_users_own_is_a_warning():
     # A spare machine or a bastion: the user put it there on purpose, and is told it gets nothing.
     model = build(_with_all({**GOOD_GROUPS, "bastion": ["b1"]}))
