@@ -14,11 +14,10 @@ import signal
 import socket
 import sys
 
-from slipway_operator.__main__ import login_info, serve_http  # one HTTP server and one kopf login for both
+# One HTTP server, one kopf login and one way to run and stop the leader's tasks for both controllers.
+from slipway_operator.__main__ import login_info, run_until_one_stops, serve_http
 
 from . import controller, jobs
-
-LOGGER = logging.getLogger("slipway_fleet")
 
 
 def galaxy_version(collections_path: str) -> str:
@@ -131,22 +130,7 @@ async def lead(options: controller.Options, metrics: controller.Metrics, state: 
         asyncio.ensure_future(elector.keep()): "lease",
         stopping: "stop",
     }
-    done, _pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    code = 0
-    for task in done:
-        if tasks[task] != "stop" and task.exception() is not None:
-            LOGGER.error("%s stopped: %s", tasks[task], task.exception())
-            code = 1
-    kopf_stop.set()
-    for task, name in tasks.items():
-        if name != "kopf":
-            task.cancel()
-    kopf_task = next(task for task, name in tasks.items() if name == "kopf")
-    await asyncio.wait([kopf_task], timeout=10)
-    metrics.leader.set(0)
-    state["leader"] = False
-    await asyncio.to_thread(elector.release)
-    return code
+    return await run_until_one_stops(tasks, kopf_stop, metrics, state, elector)
 
 
 async def main_async(options: controller.Options) -> int:

@@ -124,6 +124,28 @@ def register_handlers(options: app.Options, reconciler: app.Reconciler, api_clie
         reconciler.trigger("resync")
 
 
+async def run_until_one_stops(tasks: dict, kopf_stop: asyncio.Event, metrics, state: dict, elector) -> int:
+    """Run the leader's tasks ({future: name}; "kopf" is kopf's operator, "stop" the stop signal) until one ends,
+    then stop them all, give up the lease and say whether one failed (1) or the stop was asked for (0). The fleet
+    controller runs its own tasks the same way."""
+    done, _pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    code = 0
+    for task in done:
+        if tasks[task] != "stop" and task.exception() is not None:
+            LOGGER.error("%s stopped: %s", tasks[task], task.exception())
+            code = 1
+    kopf_stop.set()
+    for task, name in tasks.items():
+        if name != "kopf":
+            task.cancel()
+    kopf_task = next(task for task, name in tasks.items() if name == "kopf")
+    await asyncio.wait([kopf_task], timeout=10)
+    metrics.leader.set(0)
+    state["leader"] = False
+    await asyncio.to_thread(elector.release)
+    return code
+
+
 async def lead(options: app.Options, metrics: app.Metrics, state: dict, stop: asyncio.Event) -> int:
     from kubernetes import client, config  # pylint: disable=import-outside-toplevel
     import kopf  # pylint: disable=import-outside-toplevel
@@ -154,22 +176,7 @@ async def lead(options: app.Options, metrics: app.Metrics, state: dict, stop: as
         asyncio.ensure_future(elector.keep()): "lease",
         stopping: "stop",
     }
-    done, _pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    code = 0
-    for task in done:
-        if tasks[task] != "stop" and task.exception() is not None:
-            LOGGER.error("%s stopped: %s", tasks[task], task.exception())
-            code = 1
-    kopf_stop.set()
-    for task, name in tasks.items():
-        if name != "kopf":
-            task.cancel()
-    kopf_task = next(task for task, name in tasks.items() if name == "kopf")
-    await asyncio.wait([kopf_task], timeout=10)
-    metrics.leader.set(0)
-    state["leader"] = False
-    await asyncio.to_thread(elector.release)
-    return code
+    return await run_until_one_stops(tasks, kopf_stop, metrics, state, elector)
 
 
 async def main_async(options: app.Options) -> int:
