@@ -33,7 +33,7 @@ SCENARIOS   ?= lifecycle upgrade vip kubesphere loadbalancer loadbalancer_local 
 TEST_LANES  ?= 2
 SCENARIO    ?= preinstall
 
-.PHONY: help deps venv collection bundle bundle-verify lab lab-down lab-status bench bench-scale bench-upgrade bench-operator bench-preflight compare audit lint sanity units integration molecule test clean
+.PHONY: help deps venv collection bundle lab-bundle bundle-verify lab lab-down lab-status bench bench-scale bench-upgrade bench-operator bench-preflight compare audit lint sanity units integration molecule test clean
 
 help:
 	@echo "make lab        bring up the podman lab and run site.yml on it"
@@ -65,13 +65,25 @@ collection:
 
 # Everything a cluster needs, built from source through the Go module proxy (docs/bundle.md).
 # A second run with nothing changed takes seconds.
-bundle: venv
+bundle: deps venv
 	$(PY) tools/bundle/build.py --out $(BUNDLE_DIR)
+
+# What `make lab` builds: only what its cluster runs. The Kubernetes release LAB_VARS sets (else the default one, not
+# the older release the upgrade test needs), and KubeSphere's monitoring images and the operator image only when
+# LAB_VARS turns them on (docs/bundle.md). make test, make molecule and make bundle build everything.
+LAB_K8S_VERSION  = $(patsubst slipway_kubernetes_version=%,%,$(filter slipway_kubernetes_version=%,$(LAB_VARS)))
+LAB_ON           = $(filter $(1)=true $(1)=True $(1)=yes,$(LAB_VARS))
+LAB_BUNDLE_ARGS  = --kubernetes-version $(or $(LAB_K8S_VERSION),default) \
+  $(if $(call LAB_ON,slipway_kubesphere_enabled)$(call LAB_ON,slipway_operator_enabled),,--without kubesphere) \
+  $(if $(call LAB_ON,slipway_operator_enabled),,--without operator)
+
+lab-bundle: deps venv
+	$(PY) tools/bundle/build.py --out $(BUNDLE_DIR) $(LAB_BUNDLE_ARGS)
 
 bundle-verify: venv
 	$(PY) tools/bundle/build.py verify $(BUNDLE_DIR)
 
-lab: deps venv collection bundle
+lab: deps venv collection lab-bundle
 	$(PY) lab/lab.py up --cluster $(LAB_CLUSTER) $(addprefix --node ,$(LAB_NODES)) --inventory $(LAB_INVENTORY) \
 	  $(addprefix --vars ,$(LAB_BASE_VARS) $(LAB_VARS))
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) site.yml

@@ -83,7 +83,11 @@ configure_etc() {
 # - cgroup v1: podman bind-mounts the machine's whole name=systemd hierarchy, while every other
 #   hierarchy shows only the node's own subtree. The kubelet (systemd cgroup driver) looks for
 #   kubepods.slice at the top of each hierarchy, but the node's systemd makes it in its own
-#   subtree: show that one at the top of name=systemd too, as on a real machine.
+#   subtree: show that one at the top of name=systemd too, as on a real machine. The same for the
+#   cgroup2 hierarchy of the hybrid layout (/sys/fs/cgroup/unified, also mounted whole), where
+#   systemd puts every scope and runc (>= 1.2) adds each `runc exec` process: without it every
+#   exec failed with "openat2 /sys/fs/cgroup/unified/kubepods.slice/.../cgroup.procs: no such
+#   file or directory".
 set -eu
 name=$(cat /etc/hostname 2>/dev/null || true)
 while grep -q ' /etc/hostname ' /proc/self/mountinfo; do umount /etc/hostname; done
@@ -98,6 +102,13 @@ if [ -n "$own" ] && [ -d "/sys/fs/cgroup/systemd$own" ]; then
   mkdir -p "/sys/fs/cgroup/systemd$own/kubepods.slice" /sys/fs/cgroup/systemd/kubepods.slice
   mountpoint -q /sys/fs/cgroup/systemd/kubepods.slice ||
     mount --bind "/sys/fs/cgroup/systemd$own/kubepods.slice" /sys/fs/cgroup/systemd/kubepods.slice
+fi
+own2=$(sed -n 's|^0::\(.*\)/init\.scope$|\1|p' /proc/1/cgroup)
+if [ -n "$own2" ] && [ "$(stat -f -c %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ] &&
+   [ -d "/sys/fs/cgroup/unified$own2" ]; then
+  mkdir -p "/sys/fs/cgroup/unified$own2/kubepods.slice" /sys/fs/cgroup/unified/kubepods.slice
+  mountpoint -q /sys/fs/cgroup/unified/kubepods.slice ||
+    mount --bind "/sys/fs/cgroup/unified$own2/kubepods.slice" /sys/fs/cgroup/unified/kubepods.slice
 fi
 # - cgroup v1 hierarchies podman gives the container no subtree of (here perf_event, hugetlb and
 #   net_cls,net_prio, which the node's own systemd mounts whole) are shared by every node of

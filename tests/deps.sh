@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian packages the lab and the tests need, only when one is missing.
 set -euo pipefail
-packages=(podman runc debootstrap busybox-static openssh-client rsync git)
+packages=(podman runc debootstrap busybox-static openssh-client rsync git libseccomp-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

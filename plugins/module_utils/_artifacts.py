@@ -22,8 +22,16 @@ CONTROL_PLANE_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-sched
 KUBESPHERE_COMPONENT_PREFIX = "kubesphere_"
 KUBERNETES_BINARIES = ("kubeadm", "kubelet", "kubectl", "crictl")
 ETCD_BINARIES = ("etcd", "etcdctl", "etcdutl")
+# The container runtime of every Kubernetes node (the containerd role configures and runs it).
+CONTAINERD_BINARIES = ("containerd", "containerd-shim-runc-v2", "ctr")
+RUNTIME_BINARIES = (*CONTAINERD_BINARIES, "runc")
 CNI_DIR = "/opt/cni/bin"
 BIN_DIR = "/usr/local/bin"
+# Where upstream's getting-started guide puts runc; the containerd role names it in config.toml.
+SBIN_DIR = "/usr/local/sbin"
+# The runtime of every node, whatever the Kubernetes release: containerd 2.3 (its LTS line, which containerd
+# recommends for Kubernetes 1.36 and 1.37) and the runc release it pins. tools/bundle builds the same.
+RUNTIME: dict[str, str] = {"containerd": "v2.3.7", "runc": "v1.5.3"}
 
 # Versions of what kubeadm does not choose, per Kubernetes minor (tools/bundle builds the same).
 # etcd: the release of kubeadm's etcd image for that minor (SupportedEtcdVersion), which the
@@ -54,7 +62,12 @@ UPSTREAM = {
     "cni_plugins": "https://github.com/containernetworking/plugins/releases/download/"
                    "{cni_plugins}/cni-plugins-linux-{arch}-{cni_plugins}.tgz",
     "etcd": "https://github.com/etcd-io/etcd/releases/download/{etcd}/etcd-{etcd}-linux-{arch}.tar.gz",
+    "containerd": "https://github.com/containerd/containerd/releases/download/{containerd}/"
+                  "containerd-{containerd_bare}-linux-{arch}.tar.gz",
+    "runc": "https://github.com/opencontainers/runc/releases/download/{runc}/runc.{arch}",
 }
+# runc publishes one checksum file for every architecture's binary; get_url picks the binary's line.
+RUNC_SUMS = "https://github.com/opencontainers/runc/releases/download/{runc}/runc.sha256sum"
 # etcd publishes one checksum file per release; get_url picks the archive's line out of it.
 ETCD_SUMS = "https://github.com/etcd-io/etcd/releases/download/{etcd}/SHA256SUMS"
 CNI_PLUGINS = ("bridge", "host-local", "loopback", "portmap", "bandwidth", "tuning")
@@ -66,7 +79,7 @@ def _strip_v(version: str) -> str:
 
 
 def _binary_entry(path: str, name: str, group: str, **extra: Any) -> dict[str, Any]:
-    dest_dir = CNI_DIR if group == "cni" else BIN_DIR
+    dest_dir = CNI_DIR if group == "cni" else SBIN_DIR if name == "runc" else BIN_DIR
     return {"name": name, "dest": f"{dest_dir}/{name}", "group": group, **extra}
 
 
@@ -77,6 +90,8 @@ def _group_of(relpath: str, name: str) -> str | None:
         return "kubernetes"
     if name in ETCD_BINARIES:
         return "etcd"
+    if name in RUNTIME_BINARIES:
+        return "runtime"
     return None
 
 
@@ -145,8 +160,11 @@ def from_bundle(
     # KubeSphere's images by their kubesphere_images key (prometheus-operator: prometheus_operator), which the
     # kubesphere role and slipway-operator run instead of kubesphere_images' entries.
     kubesphere_images = {name.replace("-", "_"): image["ref"] for name, image in sorted(images.items()) if image["kubesphere_only"]}
+    # The runtime's release: its components entry in this release (or at the top of the bundle).
+    components = release.get("components") or manifest.get("components") or {}
+    runtime = {name: str((components.get(name) or {}).get("version", "")) for name in RUNTIME}
     return ({"source": "bundle", "bundle_dir": bundle_dir, "binaries": binaries, "images": images,
-             "kubesphere_images": kubesphere_images}, problems)
+             "kubesphere_images": kubesphere_images, "runtime": runtime}, problems)
 
 
 def released(kubernetes_version: str) -> bool:
@@ -213,15 +231,22 @@ def from_release(kubernetes_version: str, source: str, arch: str = "amd64", mirr
             return url
         return mirror_url.rstrip("/") + "/" + url.split("://", 1)[1]
 
-    values = {"version": kubernetes_version, "arch": arch, **companions}
+    values = {"version": kubernetes_version, "arch": arch, **companions, **RUNTIME,
+              "containerd_bare": _strip_v(RUNTIME["containerd"])}
     binaries = []
     for name in ("kubeadm", "kubelet", "kubectl"):
         url = located(UPSTREAM["kubernetes"].format(name=name, **values))
         binaries.append(_binary_entry(name, name, "kubernetes", url=url, checksum=f"sha256:{url}.sha256"))
+    url = located(UPSTREAM["runc"].format(**values))
+    binaries.append(_binary_entry("runc", "runc", "runtime", url=url, checksum="sha256:" + located(RUNC_SUMS.format(**values))))
     archives = {}
     for name in ("crictl", "cni_plugins"):
         url = located(UPSTREAM[name].format(**values))
         archives[name] = {"url": url, "checksum": f"sha256:{url}.sha256", "group": "kubernetes"}
+    # containerd, its shim and ctr: every Kubernetes node unpacks them from containerd's release archive.
+    url = located(UPSTREAM["containerd"].format(**values))
+    archives["containerd"] = {"url": url, "checksum": f"sha256:{url}.sha256sum", "group": "runtime",
+                              "members": [f"bin/{name}" for name in CONTAINERD_BINARIES]}
     # etcd, etcdctl and etcdutl: only external etcd members unpack them (stacked etcd runs kubeadm's image).
     url = located(UPSTREAM["etcd"].format(**values))
     archives["etcd"] = {"url": url, "checksum": "sha256:" + located(ETCD_SUMS.format(**values)), "group": "etcd",
@@ -240,6 +265,7 @@ def from_release(kubernetes_version: str, source: str, arch: str = "amd64", mirr
         # kubeadm's own images (control plane, etcd, coredns, pause) are listed by kubeadm on the node.
         "images": {name: {"ref": ref, "control_plane_only": False, "kubesphere_only": False} for name, ref in images.items()},
         "registry": registry,
+        "runtime": dict(RUNTIME),
     }, problems
 
 

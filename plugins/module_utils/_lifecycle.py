@@ -54,6 +54,8 @@ def running_cluster(
             "ready": _ready(node),
             "unschedulable": bool((node.get("spec") or {}).get("unschedulable")),
             "version": str(((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")),
+            # What the kubelet reports of its container runtime: containerd://1.6.20, containerd://2.3.7
+            "runtime": str(((node.get("status") or {}).get("nodeInfo") or {}).get("containerRuntimeVersion", "")),
             "control_plane": "node-role.kubernetes.io/control-plane" in labels,
         }
     if members is not None:

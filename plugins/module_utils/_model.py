@@ -569,6 +569,22 @@ def _artifacts(col: _Collector, settings: Mapping[str, Any], source: str, versio
     return result
 
 
+def _check_optional_images(col: _Collector, artifacts: Mapping[str, Any], source: str, kubesphere: Any, operator: Any) -> None:
+    """A bundle built without the images only some clusters run (tools/bundle's --without, which make lab passes): a
+    cluster that runs them is refused, naming the build that adds them."""
+    images = artifacts.get("images") or {}
+    if source != "bundle" or not images:
+        return
+    if kubesphere and not any(image.get("kubesphere_only") for image in images.values()):
+        col.error("slipway_kubesphere_enabled", f"is true but the bundle at {artifacts.get('bundle_dir')} has no KubeSphere "
+                  "monitoring images (built with --without kubesphere); build it with them: make bundle, or "
+                  "python3 tools/bundle/build.py without --without kubesphere")
+    if operator and "slipway-operator" not in images:
+        col.error("slipway_operator_enabled", f"is true but the bundle at {artifacts.get('bundle_dir')} has no "
+                  "slipway-operator image (built with --without operator); build it with it: make bundle, or "
+                  "python3 tools/bundle/build.py without --without operator")
+
+
 def _check_setting_names(col: _Collector, settings: Mapping[str, Any]) -> None:
     """Every slipway_* variable is a setting (or the lab's own); a misspelt one names the nearest."""
     # Compared without the common prefix, which would make every name look alike.
@@ -1008,6 +1024,7 @@ def build_model(
                                even_ok=even_ok or bool(exclude)) if etcd_mode else []
 
     artifacts = _artifacts(col, settings, source, version, bundle)
+    _check_optional_images(col, artifacts, source, kubesphere, operator)
 
     pod = _parse_cidr(col, "slipway_pod_cidr", settings["slipway_pod_cidr"])
     service = _parse_cidr(col, "slipway_service_cidr", settings["slipway_service_cidr"])

@@ -108,6 +108,7 @@ def upgrade_plan(
     min_certificate_hours: float = 24.0,
     kubeadm_plan: Mapping[str, Any] | None = None,
     worker_batch: Any = 1,
+    containerd: str = "",
 ) -> dict[str, Any]:
     """Decide the upgrade of the running cluster to the model's Kubernetes version.
 
@@ -115,7 +116,9 @@ def upgrade_plan(
     kubernetesVersion of kubeadm's ClusterConfiguration (kube-system/kubeadm-config); ``certificates``: control plane
     -> ``kubeadm certs check-expiration -o json``; ``now``: seconds since the epoch; ``kubeadm_plan``: rc, stdout and
     stderr of ``kubeadm upgrade plan`` (None when not run); ``worker_batch``: upgrade_worker_batch, how many workers are
-    upgraded together (a number given as text counts). Every problem is listed; nothing is decided away.
+    upgraded together (a number given as text counts); ``containerd``: the release the artifacts install (2.3.7): a node
+    at the target whose containerd is older is drained and moved to it like a node to upgrade (``runtime``). Every
+    problem is listed; nothing is decided away.
     """
     target = parse_version(model.get("kubernetes_version"))
     now, min_certificate_hours = float(now), float(min_certificate_hours)
@@ -178,7 +181,9 @@ def upgrade_plan(
         problems.append(f"upgrade_worker_batch: {worker_batch!r} is not a number of workers; set a whole number of 1 or "
                         "more (workers drained and upgraded together)")
 
-    todo = [name for name in nodes if name in behind]
+    # Nodes whose containerd is older than the target supports or than the artifacts' release: drained, moved, uncordoned.
+    runtime = old_runtimes(target, running, containerd)
+    todo = [name for name in nodes if name in behind or name in runtime]
     todo_control_planes = [name for name in control_planes if name in todo]
     todo_workers = [name for name in inventory if name in todo and name not in control_planes]
     # kubeadm upgrade apply changes the cluster's configuration once, on the first control plane still to do;
@@ -201,6 +206,7 @@ def upgrade_plan(
         "uncordon": uncordon,
         "problems": problems,
         "todo": todo,
+        "runtime": runtime,
         "todo_control_planes": todo_control_planes,
         "todo_workers": todo_workers,
         "apply_on": apply_on,
@@ -221,6 +227,50 @@ def plan_verdict(stdout: str) -> str:
             continue
         keep.append(text)
     return "\n".join(keep)
+
+
+# containerd's oldest release line each Kubernetes minor supports (containerd's RELEASES.md): Kubernetes 1.35 was the
+# last release to support containerd 1.x.
+CONTAINERD_MINIMUM: dict[tuple[int, int], tuple[int, int, int]] = {(1, 36): (2, 0, 0), (1, 37): (2, 0, 0)}
+MOVE_COMMAND = "ansible-playbook playbooks/upgrade.yml -i INVENTORY"
+
+
+def containerd_version(runtime: Any) -> tuple[int, int, int] | None:
+    """containerd://1.6.20 (the kubelet's containerRuntimeVersion) -> (1, 6, 20); None for another runtime or none."""
+    text = str(runtime or "")
+    if not text.startswith("containerd://"):
+        return None
+    return parse_version(text.split("://", 1)[1].split("~", 1)[0].split("-", 1)[0].split("+", 1)[0])
+
+
+def old_runtimes(target: tuple[int, int, int], running: Mapping[str, Any], wanted: str = "") -> dict[str, str]:
+    """Nodes whose containerd is older than the target Kubernetes supports, or than ``wanted`` (the release the
+    artifacts install, e.g. 2.3.7): {node: its containerd version}."""
+    minimum = CONTAINERD_MINIMUM.get(target[:2], (2, 0, 0) if target[:2] > (1, 35) else (0, 0, 0))
+    floor = max(minimum, parse_version(wanted) or (0, 0, 0))
+    old = {}
+    for name, node in sorted((running.get("nodes") or {}).items()):
+        parsed = containerd_version(node.get("runtime"))
+        if parsed is not None and parsed < floor:
+            old[name] = _text(parsed)
+    return old
+
+
+def runtime_problems(target_version: str, running: Mapping[str, Any]) -> list[str]:
+    """The nodes whose containerd the target Kubernetes does not support, with the playbook that moves them to the
+    artifacts' containerd 2, drained one after another (site.yml would restart containerd everywhere at once)."""
+    target = parse_version(target_version)
+    if target is None:
+        return []
+    minimum = CONTAINERD_MINIMUM.get(target[:2], (2, 0, 0) if target[:2] > (1, 35) else (0, 0, 0))
+    old = old_runtimes(target, running)
+    if not old:
+        return []
+    runs = ", ".join(f"{name} ({version})" for name, version in old.items())
+    return [f"Kubernetes {target[0]}.{target[1]} needs containerd {_text(minimum)} or newer, and the containerd of {runs} "
+            f"is older: site.yml does not change the runtime of a running node; move "
+            f"{'it' if len(old) == 1 else 'them'} to the artifacts' containerd, drained one at a time: "
+            f"{MOVE_COMMAND} -e slipway_kubernetes_version={_text(target)}"]
 
 
 def site_version_problems(target_version: str, running: Mapping[str, Any]) -> list[str]:
@@ -245,7 +295,7 @@ def site_version_problems(target_version: str, running: Mapping[str, Any]) -> li
         runs = "; ".join(f"{', '.join(names)} at {_text(v)}" for v, names in sorted(newer.items()))
         problems.append(f"slipway_kubernetes_version is {_text(target)} but the cluster runs newer nodes ({runs}): "
                         "site.yml does not downgrade; set slipway_kubernetes_version to the cluster's version")
-    return problems
+    return problems + runtime_problems(target_version, running)
 
 
 def upgrade_summary(plan: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:

@@ -64,11 +64,39 @@ def fake_monitoring(tmp_path, calls=None):
     return build
 
 
+def fake_runtime(tmp_path, calls=None):
+    """runtime.build's stand-in: containerd's programs and runc, counting its calls."""
+    def build(backend):
+        if calls is not None:
+            calls.append(backend.kubernetes_version)
+        src = tmp_path / "src"
+        src.mkdir(exist_ok=True)
+        files = []
+        # Programs that print their version as the real ones do (build.py verify runs them).
+        for name, component, printed in (
+                ("containerd", "containerd", "containerd github.com/containerd/containerd/v2 v2.3.7"),
+                ("containerd-shim-runc-v2", "containerd", "containerd-shim-runc-v2:\n  Version:  v2.3.7"),
+                ("ctr", "containerd", "ctr github.com/containerd/containerd/v2 v2.3.7"),
+                ("runc", "runc", "runc version 1.5.2\nspec: 1.3.0")):
+            (src / name).write_text("#!/bin/sh\nprintf '%s\\n'\n" % printed.replace("\n", "\\n"))
+            (src / name).chmod(0o755)
+            files.append(("bin/" + name, str(src / name), component))
+        return files, {"containerd": {"version": "v2.3.7", "source": "test"},
+                       "runc": {"version": "v1.5.2", "source": "test"}}
+    return build
+
+
+def patch_runtime(monkeypatch, tmp_path, calls=None):
+    monkeypatch.setattr(cli.runtime, "build", fake_runtime(tmp_path, calls))
+    monkeypatch.setattr(cli.runtime, "installed_version", lambda package: "2.5.4-1+deb12u1")
+
+
 def run_build(tmp_path, backend, monkeypatch):
     out = io.StringIO()
     monkeypatch.setattr(cli, "make_backend", lambda *args, **kwargs: backend)
     monkeypatch.setattr(cli.pyimage, "build", fake_operator_image(tmp_path))
     monkeypatch.setattr(cli.monitoring, "build", fake_monitoring(tmp_path))
+    patch_runtime(monkeypatch, tmp_path)
     args = argparse.Namespace(out=str(tmp_path / "bundle"), cache_dir=str(tmp_path / "cache"),
                               backend="source", kubernetes_version="v1.37.1")
     assert cli.build(args, out=out) == 0
@@ -118,7 +146,29 @@ def test_verify_command(tmp_path, monkeypatch):
     ok = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True, check=False,
                         text=True)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "1 binaries and 3 images match" in ok.stdout
+    assert "5 binaries and 3 images match" in ok.stdout
+    # the runtime's programs must print the version the manifest gives them
+    runc = os.path.join(bundle, "bin", "runc")
+    with open(runc, encoding="utf-8") as handle:
+        original = handle.read()
+    os.remove(runc)  # a hard link into the step cache: write a new file, then fix the manifest's sha256
+    with open(runc, "w", encoding="utf-8") as handle:
+        handle.write(original.replace("1.5.2", "1.4.0"))
+    os.chmod(runc, 0o755)
+    data = manifest.load(bundle)
+    entry = next(binary for binary in data["binaries"] if binary["path"] == "bin/runc")
+    entry.update(manifest.file_entry(bundle, "bin/runc", component="runc"))
+    manifest.write(bundle, data)
+    bad = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True, check=False,
+                         text=True)
+    assert bad.returncode == 1
+    assert "VERSION bin/runc: manifest.yml says runc v1.5.2, `runc --version` prints 'runc version 1.4.0'" in bad.stdout
+    os.remove(runc)
+    with open(runc, "w", encoding="utf-8") as handle:
+        handle.write(original)
+    os.chmod(runc, 0o755)
+    entry.update(manifest.file_entry(bundle, "bin/runc", component="runc"))
+    manifest.write(bundle, data)
     with open(os.path.join(bundle, "images", "pause.tar"), "ab") as handle:
         handle.write(b"!")
     bad = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True, check=False,
@@ -141,6 +191,8 @@ def test_two_releases(tmp_path, monkeypatch):
     monkeypatch.setattr(cli.pyimage, "build", fake_operator_image(tmp_path))
     monitoring_calls = []
     monkeypatch.setattr(cli.monitoring, "build", fake_monitoring(tmp_path, monitoring_calls))
+    runtime_calls = []
+    patch_runtime(monkeypatch, tmp_path, runtime_calls)
     args = argparse.Namespace(out=str(tmp_path / "bundle"), cache_dir=str(tmp_path / "cache"),
                               backend="source", kubernetes_version=["v1.37.1", "v1.36.5"])
     out = io.StringIO()
@@ -148,7 +200,16 @@ def test_two_releases(tmp_path, monkeypatch):
     bundle = str(tmp_path / "bundle")
     data = manifest.load(bundle)
     assert data["kubernetes_version"] == "v1.37.1"
-    assert [entry["path"] for entry in data["releases"][0]["binaries"]] == ["releases/v1.36.5/bin/kubeadm"]
+    assert [entry["path"] for entry in data["releases"][0]["binaries"]] == [
+        "releases/v1.36.5/bin/" + name for name in ("containerd", "containerd-shim-runc-v2", "ctr", "kubeadm", "runc")]
+    # containerd and runc: built once, in both releases, with their components
+    assert runtime_calls == ["v1.37.1"]
+    for release in (data, data["releases"][0]):
+        assert {entry["path"].rsplit("/", 1)[-1]: entry["component"] for entry in release["binaries"]
+                if entry["component"] in ("containerd", "runc")} == {
+            "containerd": "containerd", "containerd-shim-runc-v2": "containerd", "ctr": "containerd", "runc": "runc"}
+        assert (release["components"]["containerd"]["version"], release["components"]["runc"]["version"]) == (
+            "v2.3.7", "v1.5.2")
     # KubeSphere's monitoring images: built once, in both releases with their component
     assert monitoring_calls == ["v1.37.1"]
     for release, prefix in ((data, ""), (data["releases"][0], "releases/v1.36.5/")):
@@ -186,8 +247,49 @@ def test_build_errors_are_reported_without_traceback(tmp_path, monkeypatch, caps
 
     monkeypatch.setattr(cli, "make_backend",
                         lambda *args, **kwargs: Failing(tmp_path, io.StringIO()))
+    patch_runtime(monkeypatch, tmp_path)
     code = cli.main(["--out", str(tmp_path / "bundle"), "--cache-dir", str(tmp_path / "cache")])
     assert code == 1
     err = capsys.readouterr().err
     assert "GoError: go build failed in /x" in err
     assert "build.log" in err
+
+
+def test_without_leaves_out_the_optional_images(tmp_path, monkeypatch):
+    """make lab's bundle: no KubeSphere monitoring image and no operator image are built or listed."""
+    backend = FakeBackend(tmp_path, io.StringIO())
+    monkeypatch.setattr(cli, "make_backend", lambda *args, **kwargs: backend)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("built although left out")
+
+    monkeypatch.setattr(cli.pyimage, "build", refuse)
+    monkeypatch.setattr(cli.monitoring, "build", refuse)
+    patch_runtime(monkeypatch, tmp_path)
+    args = argparse.Namespace(out=str(tmp_path / "bundle"), cache_dir=str(tmp_path / "cache"), backend="source",
+                              kubernetes_version=["v1.37.1"], without=["kubesphere", "operator"])
+    assert cli.build(args, out=io.StringIO()) == 0
+    data = manifest.load(str(tmp_path / "bundle"))
+    assert [entry["name"] for entry in data["images"]] == ["pause"]
+    assert "runc" in data["components"] and "kubesphere_prometheus" not in data["components"]
+    # the full bundle again: its own stamp, the optional images back
+    monkeypatch.setattr(cli.pyimage, "build", fake_operator_image(tmp_path))
+    monkeypatch.setattr(cli.monitoring, "build", fake_monitoring(tmp_path))
+    args.without = []
+    out = io.StringIO()
+    assert cli.build(args, out=out) == 0
+    assert "up to date" not in out.getvalue()
+    assert sorted(entry["name"] for entry in manifest.load(str(tmp_path / "bundle"))["images"]) == [
+        "pause", "prometheus", "slipway-operator"]
+
+
+def test_default_names_the_default_release(tmp_path, monkeypatch):
+    seen = {}
+
+    def build(args, out=None):
+        seen["versions"] = args.kubernetes_version
+        return 0
+
+    monkeypatch.setattr(cli, "build", build)
+    assert cli.main(["--kubernetes-version", "default", "--without", "kubesphere"]) == 0
+    assert seen["versions"] == [cli.versions.DEFAULT_KUBERNETES_VERSION]

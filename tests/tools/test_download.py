@@ -237,3 +237,41 @@ def test_kubesphere_monitoring_saves_the_images_kubesphere_pins(tmp_path):
     calls.clear()
     backend.kubesphere_monitoring()
     assert not calls
+
+
+def test_runtime_urls():
+    urls = download.runtime_urls()
+    assert urls["containerd"] == (
+        "https://github.com/containerd/containerd/releases/download/v2.3.7/containerd-2.3.7-linux-amd64.tar.gz",
+        "https://github.com/containerd/containerd/releases/download/v2.3.7/containerd-2.3.7-linux-amd64.tar.gz"
+        ".sha256sum")
+    assert urls["runc"] == ("https://github.com/opencontainers/runc/releases/download/v1.5.3/runc.amd64",
+                            "https://github.com/opencontainers/runc/releases/download/v1.5.3/runc.sha256sum")
+
+
+def test_runtime_from_the_releases_checksums_verified(tmp_path):
+    fetcher = FakeFetcher()
+    urls = download.runtime_urls()
+    fetcher.add(*urls["containerd"], tgz({"bin/containerd": b"containerd", "bin/ctr": b"ctr",
+                                          "bin/containerd-shim-runc-v2": b"shim",
+                                          "bin/containerd-stress": b"stress"}))
+    runc = b"runc binary"
+    fetcher.files[urls["runc"][0]] = runc
+    # runc.sha256sum lists every architecture's binary
+    fetcher.sums[urls["runc"][1]] = "%s  runc.arm64\n%s  runc.amd64\n" % (HASH_A, hashlib.sha256(runc).hexdigest())
+    backend = make_backend(tmp_path, fetcher, [])
+    files, components = backend.runtime()
+    assert [(path, component) for path, _src, component in files] == [
+        ("bin/containerd", "containerd"), ("bin/containerd-shim-runc-v2", "containerd"),
+        ("bin/ctr", "containerd"), ("bin/runc", "runc")]
+    contents = {path: open(src, "rb").read() for path, src, _component in files}
+    assert contents["bin/runc"] == runc and contents["bin/ctr"] == b"ctr"
+    assert all(os.access(src, os.X_OK) for _path, src, _component in files)
+    assert components == {"containerd": {"version": "v2.3.7", "source": urls["containerd"][0]},
+                          "runc": {"version": "v1.5.3", "source": urls["runc"][0]}}
+    # a runc that does not match its published checksum stops the build
+    tampered = FakeFetcher(corrupt=[urls["runc"][0]])
+    tampered.files.update(fetcher.files)
+    tampered.sums.update(fetcher.sums)
+    with pytest.raises(download.ChecksumError, match="runc.amd64"):
+        make_backend(tmp_path / "other", tampered, []).runtime()

@@ -62,3 +62,15 @@ def test_bundle_and_collection_pin_the_same_versions():
     for minor, pinned in versions.COMPANIONS.items():
         assert {k: v for k, v in collection[minor].items() if k in pinned} == pinned, minor
         assert set(collection[minor]) - set(pinned) == {"busybox", "etcd"}
+
+
+def test_bundle_and_collection_pin_the_same_runtime():
+    # The artifacts role's upstream and mirror sources download the containerd and runc the bundle builds.
+    import ast
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "plugins", "module_utils", "_artifacts.py")
+    with open(path) as handle:
+        tree = ast.parse(handle.read())
+    pinned = next(ast.literal_eval(node.value) for node in tree.body
+                  if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "RUNTIME")
+    assert pinned == {"containerd": versions.CONTAINERD["version"], "runc": versions.RUNC["version"]}

@@ -7,7 +7,8 @@ import shutil
 import sys
 import time
 
-from . import debs, download, elf, gomod, kubeadm, manifest, monitoring, pyimage, steps, versions
+from . import (debs, download, elf, gomod, kubeadm, manifest, monitoring, pyimage, runtime, steps,
+               versions)
 
 # Failures with a message of their own: reported without a traceback.
 BUILD_ERRORS = (gomod.GoError, debs.DebError, kubeadm.KubeadmError, download.ChecksumError,
@@ -24,6 +25,11 @@ DEFAULT_CACHE = os.environ.get("SLIPWAY_BUNDLE_CACHE") or os.path.join(
     "slipway", "bundle")
 BUILD_STAMP = ".build-stamp"
 BACKENDS = ("source", "download")
+# What `--without` can leave out of a bundle: images that only some clusters run. A cluster that needs them and a
+# bundle without them is refused by the cluster model, naming the build that adds them.
+#   kubesphere   KubeSphere's monitoring images (clusters with slipway_kubesphere_enabled or the operator)
+#   operator     the slipway-operator image (slipway_operator_enabled, playbooks/operator.yml)
+OPTIONAL_PARTS = ("kubesphere", "operator")
 
 
 def builder_sources():
@@ -155,10 +161,15 @@ def build(args, out=sys.stdout):
     backends = [make_backend(args.backend, version, cache_dir, out) for version in wanted]
     backend = backends[0]
     inputs = backend.inputs() if len(backends) == 1 else [each.inputs() for each in backends]
+    without = sorted(set(getattr(args, "without", None) or ()))
     # The operator image holds the collection, its Python and the locked wheels: what of this
     # checkout it holds is part of the bundle's key.
+    # runc links the static libseccomp of the installed libseccomp-dev (runtime.py).
+    libseccomp = (runtime.installed_version(versions.DEBIAN_LIBSECCOMP_PACKAGE)
+                  if backend.name == "source" else None)
     key = steps.digest({"backend": backend.name, "arch": versions.ARCH,
                         "inputs": inputs, "operator": pyimage.sources_digest(),
+                        "libseccomp": libseccomp, "without": without,
                         "code": steps.files_digest(builder_sources())})
     times_path = os.path.join(cache_dir, "build-times.json")
     times = _read_json(times_path)
@@ -191,23 +202,36 @@ def build(args, out=sys.stdout):
     # One operator image for every release of the bundle (the model takes a cluster's images from
     # its release only); the step runs once.
     ran_before, reused_before = len(backend.steps.ran), len(backend.steps.reused)
-    archive, ref, component = pyimage.build(backend.steps, cache_dir,
-                                            log_path=os.path.join(cache_dir, "build.log"))
+    operator = None
+    if "operator" not in without:
+        operator = pyimage.build(backend.steps, cache_dir, log_path=os.path.join(cache_dir, "build.log"))
     # KubeSphere's monitoring images do not depend on the Kubernetes release either: built once,
     # the same archives in every release.
-    if backend.name == "source":
+    if "kubesphere" in without:
+        watched, watched_components = [], {}
+    elif backend.name == "source":
         watched, watched_components = monitoring.build(backend)
     else:
         watched, watched_components = backend.kubesphere_monitoring()
+    # Nor does the node's container runtime (containerd 2 and runc): the same files in every release.
+    if backend.name == "source":
+        runtime_files, runtime_components = runtime.build(backend)
+    else:
+        runtime_files, runtime_components = backend.runtime()
     ran_steps.extend(backend.steps.ran[ran_before:])
     reused_steps.extend(backend.steps.reused[reused_before:])
     for result in results:
-        result.add_image("images/%s.tar" % pyimage.NAME, archive, pyimage.NAME, ref,
-                         pyimage.COMPONENT)
-        result.components[pyimage.COMPONENT] = component
+        if operator is not None:
+            archive, ref, component = operator
+            result.add_image("images/%s.tar" % pyimage.NAME, archive, pyimage.NAME, ref,
+                             pyimage.COMPONENT)
+            result.components[pyimage.COMPONENT] = component
         for image in watched:
             result.add_image(*image)
         result.components.update(watched_components)
+        for binary in runtime_files:
+            result.add_binary(*binary)
+        result.components.update(runtime_components)
     backend.steps.say("writing %s" % out_dir)
     data = assemble(out_dir, results[0], others=results[1:])
     elapsed = time.monotonic() - started
@@ -243,12 +267,16 @@ def verify(args, out=sys.stdout):
     except manifest.ManifestError as exc:
         out.write("%s\n" % exc)
         return 2
+    if not problems:
+        # The runtime's programs must also say the version the manifest gives them.
+        data = manifest.load(args.dir)
+        problems = runtime.version_problems(args.dir, [dict(release, arch=data.get("arch"))
+                                                       for release in manifest.releases(data)])
     if problems:
         for problem in problems:
             out.write("%s\n" % problem)
         out.write("bundle %s: %d problem(s)\n" % (args.dir, len(problems)))
         return 1
-    data = manifest.load(args.dir)
     every = manifest.releases(data)
     out.write("bundle %s: %d binaries and %d images match manifest.yml (Kubernetes %s)\n"
               % (args.dir, sum(len(release["binaries"]) for release in every),
@@ -266,9 +294,14 @@ def parser():
                       help="source: build everything from Go modules and Debian packages "
                            "(default); download: official release files and upstream images")
     main.add_argument("--kubernetes-version", action="append", default=None,
-                      help="a Kubernetes release to put into the bundle; repeat it for more (the "
-                           "first at the top of the bundle, the others under releases/). "
+                      help="a Kubernetes release to put into the bundle, or 'default' for the default "
+                           "one; repeat it for more (the first at the top of the bundle, the others under "
+                           "releases/). "
                            "Default: %s" % " ".join(versions.BUNDLE_KUBERNETES_VERSIONS))
+    main.add_argument("--without", action="append", choices=OPTIONAL_PARTS, default=[],
+                      help="leave out images that only some clusters run (repeatable): kubesphere "
+                           "(KubeSphere's monitoring images), operator (the slipway-operator image). "
+                           "make lab passes both unless its cluster runs them")
     main.add_argument("--out", default=DEFAULT_OUT, help="bundle directory (default: %(default)s)")
     main.add_argument("--cache-dir", default=DEFAULT_CACHE,
                       help="build steps and downloads (default: %(default)s, or "
@@ -296,8 +329,11 @@ def main(argv):
     args = parser().parse_args(argv)
     try:
         wanted = args.kubernetes_version or list(versions.BUNDLE_KUBERNETES_VERSIONS)
+        # "default": the default release alone (make lab, whose cluster runs only that one).
         args.kubernetes_version = list(dict.fromkeys(
-            versions.normalize_kubernetes_version(version) for version in wanted))
+            versions.normalize_kubernetes_version(
+                versions.DEFAULT_KUBERNETES_VERSION if version == "default" else version)
+            for version in wanted))
         for version in args.kubernetes_version:
             versions.companions(version)
     except versions.VersionError as exc:

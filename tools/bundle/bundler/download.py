@@ -2,7 +2,7 @@
 
 For a machine with internet access that prepares a bundle for an air-gapped cluster. It needs
 network access to dl.k8s.io, github.com (release files of cri-tools, CNI plugins and etcd) and
-the image registries (registry.k8s.io, ghcr.io, docker.io), and skopeo (preferred) or ctr with
+the image registries (registry.k8s.io, ghcr.io, docker.io), the release files of containerd and runc, and skopeo (preferred) or ctr with
 a running containerd to save images (docs/bundle.md).
 """
 
@@ -25,6 +25,13 @@ CNI_PLUGINS_URL = ("https://github.com/containernetworking/plugins/releases/down
 ETCD_URL = ("https://github.com/etcd-io/etcd/releases/download/"
             "{version}/etcd-{version}-linux-{arch}.tar.gz")
 ETCD_SUMS_URL = "https://github.com/etcd-io/etcd/releases/download/{version}/SHA256SUMS"
+# The container runtime: containerd's release archive (bin/containerd, bin/ctr,
+# bin/containerd-shim-runc-v2, ...) with its .sha256sum, and runc's static binary, whose
+# runc.sha256sum lists every architecture's.
+CONTAINERD_URL = ("https://github.com/containerd/containerd/releases/download/"
+                  "{version}/containerd-{bare}-linux-{arch}.tar.gz")
+RUNC_URL = "https://github.com/opencontainers/runc/releases/download/{version}/runc.{arch}"
+RUNC_SUMS_URL = "https://github.com/opencontainers/runc/releases/download/{version}/runc.sha256sum"
 
 # The test image's tag; the source backend uses the busybox version of Debian bookworm's
 # busybox-static, which is this one.
@@ -77,6 +84,17 @@ def image_refs(kubernetes_version, kubeadm_refs):
     refs["metrics-server"] = "%s:%s" % (repos["metrics-server"], comp["metrics_server"])
     refs["busybox"] = "%s:%s" % (repos["busybox"], BUSYBOX_TAG)
     return refs
+
+
+def runtime_urls(arch="amd64"):
+    """{component: (url, checksum url)} of containerd's release archive and runc's binary."""
+    containerd = versions.CONTAINERD["version"]
+    runc = versions.RUNC["version"]
+    archive = CONTAINERD_URL.format(version=containerd, bare=containerd.lstrip("v"), arch=arch)
+    return {
+        "containerd": (archive, archive + ".sha256sum"),
+        "runc": (RUNC_URL.format(version=runc, arch=arch), RUNC_SUMS_URL.format(version=runc)),
+    }
 
 
 IMAGE_COMPONENTS = {
@@ -283,6 +301,28 @@ class DownloadBackend:
                     versions.KUBESPHERE_MONITORING_IMAGES[name][0]]["kubesphere"],
                 "source": ref})
         return added, components
+
+    def runtime(self):
+        """containerd, its shim, ctr and runc from their releases, for every release of the
+        bundle: the binaries and their components entries."""
+        urls = runtime_urls()
+        fetched = {}
+        for component, (url, sum_url) in urls.items():
+            self.steps.say("download %s" % url)
+            fetched[component] = fetch_verified(self.fetcher, url, sum_url,
+                                                self._path(component, os.path.basename(url)))
+        os.chmod(fetched["runc"], 0o755)
+        programs = extract_members(fetched["containerd"],
+                                   ["containerd", "containerd-shim-runc-v2", "ctr"],
+                                   self._path("containerd", "bin", versions.CONTAINERD["version"]))
+        files = [("bin/" + name, programs[name], "containerd")
+                 for name in ("containerd", "containerd-shim-runc-v2", "ctr")]
+        files.append(("bin/runc", fetched["runc"], "runc"))
+        return files, {
+            "containerd": {"version": versions.CONTAINERD["version"],
+                           "source": urls["containerd"][0]},
+            "runc": {"version": versions.RUNC["version"], "source": urls["runc"][0]},
+        }
 
     def build(self):
         version = self.kubernetes_version

@@ -19,6 +19,17 @@ BUNDLE_KUBERNETES_VERSIONS = (DEFAULT_KUBERNETES_VERSION, "v1.36.5")
 
 ARCH = "amd64"
 
+# The node's container runtime, one for every release of a bundle (docs/bundle.md). containerd's 2.3
+# line is its long-term-support release and the one its RELEASES.md recommends for both releases a
+# bundle holds (Kubernetes 1.37: 2.4.0+ or 2.3.0+; 1.36: 2.3.0+ or 2.2.0+; 2.4 is not listed for
+# 1.36); v2.3.7 is the newest 2.3 patch the Go module proxy serves (v2.3.8 "not available"). runc is
+# v1.5.3, the security patch (CVE-2026-119101) of v1.5.2, the release containerd v2.3.7 pins for its own
+# tests (script/setup/runc-version).
+CONTAINERD = {"module": "github.com/containerd/containerd/v2", "version": "v2.3.7"}
+RUNC = {"module": "github.com/opencontainers/runc", "version": "v1.5.3"}
+# The Debian package whose static library runc's seccomp support links (libseccomp-golang, cgo).
+DEBIAN_LIBSECCOMP_PACKAGE = "libseccomp-dev"
+
 # Per Kubernetes minor: versions of the components kubeadm does not choose.
 #   crictl             cri-tools release of the same minor (cri-tools follows Kubernetes minors)
 #   cni_plugins        containernetworking/plugins (bridge, host-local, loopback, portmap, ...)

@@ -166,7 +166,28 @@ def test_upstream_etcd_is_kubeadms_release_with_its_checksum_file():
     assert etcd["group"] == "etcd"
     assert etcd["members"] == ["etcd-v3.7.0-linux-amd64/etcd", "etcd-v3.7.0-linux-amd64/etcdctl",
                                "etcd-v3.7.0-linux-amd64/etcdutl"]
-    assert {a["group"] for name, a in artifacts["archives"].items() if name != "etcd"} == {"kubernetes"}
+    assert {name: a["group"] for name, a in artifacts["archives"].items() if name != "etcd"} == {
+        "crictl": "kubernetes", "cni_plugins": "kubernetes", "containerd": "runtime"}
+
+
+def test_upstream_runtime_is_containerds_and_runcs_release_files():
+    artifacts = from_release("1.37.1", "upstream")[0]
+    containerd = artifacts["archives"]["containerd"]
+    assert containerd == {
+        "url": "https://github.com/containerd/containerd/releases/download/v2.3.7/containerd-2.3.7-linux-amd64.tar.gz",
+        "checksum": "sha256:https://github.com/containerd/containerd/releases/download/v2.3.7/"
+                    "containerd-2.3.7-linux-amd64.tar.gz.sha256sum",
+        "group": "runtime", "members": ["bin/containerd", "bin/containerd-shim-runc-v2", "bin/ctr"]}
+    runc = next(b for b in artifacts["binaries"] if b["name"] == "runc")
+    assert runc == {"name": "runc", "dest": "/usr/local/sbin/runc", "group": "runtime",
+                    "url": "https://github.com/opencontainers/runc/releases/download/v1.5.3/runc.amd64",
+                    "checksum": "sha256:https://github.com/opencontainers/runc/releases/download/v1.5.3/runc.sha256sum"}
+    mirrored = from_release("1.36.3", "mirror", arch="arm64", mirror_url="https://files.example.com")[0]
+    assert mirrored["archives"]["containerd"]["url"] == (
+        "https://files.example.com/github.com/containerd/containerd/releases/download/v2.3.7/"
+        "containerd-2.3.7-linux-arm64.tar.gz")
+    assert next(b for b in mirrored["binaries"] if b["name"] == "runc")["checksum"] == (
+        "sha256:https://files.example.com/github.com/opencontainers/runc/releases/download/v1.5.3/runc.sha256sum")
 
 
 def test_mirror_etcd_and_its_checksums_come_from_the_mirror():
@@ -288,3 +309,36 @@ def test_model_carries_the_artifacts():
                         bundle=FakeBundle())
     assert model["artifacts"]["source"] == "bundle"
     assert model["artifacts"]["images"]["pause"]["ref"] == "registry.k8s.io/pause:3.10.2"
+
+
+def test_the_bundles_runtime_goes_to_every_kubernetes_node():
+    runtime = [{"path": f"releases/v1.36.5/bin/{name}", "component": "runc" if name == "runc" else "containerd",
+                "sha256": str(index) * 64, "size": 1}
+               for index, name in enumerate(("containerd", "containerd-shim-runc-v2", "ctr", "runc"), start=1)]
+    release = {"kubernetes_version": "v1.36.5", "binaries": runtime, "images": []}
+    manifest = {**MANIFEST, "releases": [release]}
+    sums = {f"/b/{e['path']}": e["sha256"] for e in runtime}
+    artifacts, problems = from_bundle(manifest, "/b", "1.36.5", FakeBundle(manifest, sums).checksum)
+    assert problems == []
+    assert {b["name"]: (b["group"], b["dest"]) for b in artifacts["binaries"]} == {
+        "containerd": ("runtime", "/usr/local/bin/containerd"),
+        "containerd-shim-runc-v2": ("runtime", "/usr/local/bin/containerd-shim-runc-v2"),
+        "ctr": ("runtime", "/usr/local/bin/ctr"),
+        "runc": ("runtime", "/usr/local/sbin/runc")}
+
+
+@pytest.mark.parametrize("settings, where, words", [
+    ({"slipway_kubesphere_enabled": True}, "slipway_kubesphere_enabled", "no KubeSphere monitoring images"),
+    ({"slipway_kubesphere_enabled": True, "slipway_operator_enabled": True}, "slipway_operator_enabled",
+     "no slipway-operator image"),
+])
+def test_a_bundle_built_without_optional_images_refuses_a_cluster_that_runs_them(settings, where, words):
+    """make lab builds the bundle --without kubesphere --without operator unless its cluster runs them."""
+    with pytest.raises(ModelError) as err:
+        build_model(GROUPS, HOSTVARS, {"slipway_artifacts_source": "bundle", "slipway_artifacts_bundle_dir": "/b",
+                                       **settings}, bundle=FakeBundle())
+    problem = next(p for p in err.value.problems if p.where == where)
+    assert words in str(problem) and "--without" in str(problem) and "/b" in str(problem)
+    # without them the same bundle is fine
+    build_model(GROUPS, HOSTVARS, {"slipway_artifacts_source": "bundle", "slipway_artifacts_bundle_dir": "/b"},
+                bundle=FakeBundle())

@@ -217,3 +217,45 @@ def test_a_worker_batch_below_one_or_not_a_number_is_a_problem_naming_the_settin
     result = plan(worker_batch=given)
     assert [p for p in result["problems"] if p.startswith("upgrade_worker_batch: ")], result["problems"]
     assert result["worker_batch"] == 1
+
+
+def on_runtime(cluster, runtimes):
+    for name, runtime in runtimes.items():
+        cluster["nodes"][name]["runtime"] = runtime
+    return cluster
+
+
+def test_the_kubelets_runtime_is_read():
+    item = node("w1")
+    item["status"]["nodeInfo"]["containerRuntimeVersion"] = "containerd://1.6.20"
+    assert running_cluster([item])["nodes"]["w1"]["runtime"] == "containerd://1.6.20"
+
+
+def test_site_refuses_containerd_1_under_kubernetes_1_37_and_names_the_move():
+    cluster = on_runtime(running({name: "v1.37.1" for name in NAMES}),
+                         {"w1": "containerd://1.6.20~ds1", "w2": "containerd://1.6.20~ds1", "cp1": "containerd://2.3.7"})
+    assert site_version_problems("1.37.1", cluster) == [
+        "Kubernetes 1.37 needs containerd 2.0.0 or newer, and the containerd of w1 (1.6.20), w2 (1.6.20) is older: "
+        "site.yml does not change the runtime of a running node; move them to the artifacts' containerd, drained one at "
+        "a time: ansible-playbook playbooks/upgrade.yml -i INVENTORY -e slipway_kubernetes_version=1.37.1"]
+    one = on_runtime(running({name: "v1.37.1" for name in NAMES}), {"w2": "containerd://1.7.28"})
+    assert "the containerd of w2 (1.7.28) is older: site.yml does not change the runtime of a running node; move it " \
+        in site_version_problems("1.37.1", one)[0]
+    # containerd 2 everywhere, or another runtime: nothing to say
+    assert site_version_problems("1.37.1", on_runtime(running({n: "v1.37.1" for n in NAMES}),
+                                                      {"w1": "containerd://2.0.0", "w2": "cri-o://1.37.0"})) == []
+
+
+def test_upgrade_moves_nodes_on_an_older_containerd_even_at_the_target():
+    cluster = on_runtime(running({name: "v1.37.1" for name in NAMES}),
+                         {name: "containerd://1.6.20" for name in NAMES})
+    cluster["nodes"]["cp2"]["runtime"] = "containerd://2.3.7"
+    result = plan(running=cluster, static_pods=pods("1.37.1"), cluster_version="v1.37.1", containerd="v2.3.7")
+    assert result["problems"] == []
+    assert result["todo_control_planes"] == ["cp1", "cp3"] and result["todo_workers"] == ["w1", "w2"]
+    assert result["runtime"] == {"cp1": "1.6.20", "cp3": "1.6.20", "w1": "1.6.20", "w2": "1.6.20"}
+    # the cluster configuration is at the target already: kubeadm upgrade node only
+    assert result["apply_on"] == ""
+    # once moved, nothing is left to do
+    moved = on_runtime(running({name: "v1.37.1" for name in NAMES}), {name: "containerd://2.3.7" for name in NAMES})
+    assert plan(running=moved, static_pods=pods("1.37.1"), cluster_version="v1.37.1", containerd="v2.3.7")["todo"] == []
