@@ -122,6 +122,8 @@ def run_playbook(run: dict, inventory: Path, variables: dict, work: Path, collec
            "ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_RETRY_FILES_ENABLED": "0",
            "ANSIBLE_REMOTE_TMP": "/tmp/.ansible-remote", "ANSIBLE_LOCAL_TEMP": str(work / "ansible-local"),
            "ANSIBLE_SSH_CONTROL_PATH_DIR": str(work / "cp"), "ANSIBLE_FORCE_COLOR": "0",
+           # As the checkout's ansible.cfg and Molecule's: pipelining, and no -C (the bundle's archives need no compression).
+           "ANSIBLE_PIPELINING": "True", "ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=120s -o ServerAliveInterval=15",
            # ansible-playbook beside this Python (a virtual environment's bin, or the image's /usr/bin).
            "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "/usr/bin:/bin")])}
     return ansible_runner.run(private_data_dir=str(work / "runner"), playbook=playbook, inventory=str(inventory),

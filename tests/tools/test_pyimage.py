@@ -6,7 +6,7 @@ import zipfile
 
 import pytest
 
-from bundler import pyimage
+from bundler import dockerarchive, pyimage
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -82,9 +82,52 @@ def test_the_operator_role_defaults_to_the_bundles_reference():
 def test_the_sources_digest_follows_the_collection(tmp_path):
     root = tmp_path / "checkout"
     for rel in ("galaxy.yml", "meta/runtime.yml", "plugins/x.py", "roles/r/tasks/main.yml", "playbooks/p.yml",
-                "README.md", "LICENSE", "operator/slipway_operator/app.py", "operator/requirements.lock"):
+                "README.md", "LICENSE", "operator/slipway_operator/app.py", "operator/slipway_fleet/runner.py",
+                "operator/requirements.lock"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(rel)
-    before = pyimage.sources_digest(str(root))
-    (root / "roles/r/tasks/main.yml").write_text("changed")
-    assert pyimage.sources_digest(str(root)) != before
+    seen = {pyimage.sources_digest(str(root))}
+    for rel in ("roles/r/tasks/main.yml", "operator/slipway_fleet/runner.py"):
+        (root / rel).write_text("changed")
+        seen.add(pyimage.sources_digest(str(root)))
+    assert len(seen) == 3
+
+
+def test_the_image_holds_the_operator_and_the_fleet(tmp_path):
+    root = tmp_path / "checkout"
+    for rel in ("galaxy.yml", "playbooks/site.yml", "operator/slipway_operator/__main__.py",
+                "operator/slipway_fleet/__main__.py", "operator/slipway_fleet/runner.py"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(rel)
+    stage = tmp_path / "stage"
+    pyimage.stage_checkout(str(stage), str(root))
+    site = stage / pyimage.SITE_PACKAGES.lstrip("/")
+    assert (site / "slipway_fleet" / "runner.py").read_text() == "operator/slipway_fleet/runner.py"
+    assert (site / "slipway_operator" / "__main__.py").is_file()
+    assert (stage / pyimage.COLLECTIONS_ROOT.lstrip("/") / "slipway/cluster/playbooks/site.yml").is_file()
+
+
+def test_ssh_comes_from_debian_with_the_libraries_it_loads(tmp_path):
+    """stage_python copies ssh, scp and sftp and hands them to the library resolution (like the interpreter)."""
+    deb = tmp_path / "debian"
+    for path in ("usr/bin/python3.11",) + tuple(p.lstrip("/") for p in pyimage.SSH_PROGRAMS):
+        (deb / path).parent.mkdir(parents=True, exist_ok=True)
+        (deb / path).write_bytes(b"\x7fELF" + path.encode())
+        os.chmod(deb / path, 0o755)
+    (deb / pyimage.STDLIB.lstrip("/") / "os.py").parent.mkdir(parents=True)
+    (deb / pyimage.STDLIB.lstrip("/") / "os.py").write_text("pass\n")
+    stage = tmp_path / "stage"
+    programs = pyimage.stage_python(str(deb), str(stage))
+    for path in pyimage.SSH_PROGRAMS:
+        assert path in programs
+        assert os.access(stage / path.lstrip("/"), os.X_OK)
+    assert "openssh-client" in pyimage.DEBIAN_PACKAGES
+
+
+def test_the_images_user_owns_its_home_for_ssh(tmp_path):
+    busybox = tmp_path / "busybox"
+    busybox.write_bytes(b"busybox")
+    layer = pyimage.layer_from_stages([], str(busybox), [])
+    assert layer.has(pyimage.HOME)
+    entry = layer.entries[dockerarchive._norm(pyimage.HOME)]  # pylint: disable=protected-access
+    assert (entry["type"], entry["mode"], entry["uid"], entry["gid"]) == ("dir", 0o700, 65532, 65532)

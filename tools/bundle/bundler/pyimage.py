@@ -1,5 +1,8 @@
 """The slipway-operator image: Debian's Python 3.11, pinned wheels, the collection, built offline.
 
+The same image runs slipway-operator, the fleet controller (`python3.11 -m slipway_fleet`) and each fleet
+operation's Job (`python3.11 -m slipway_fleet.runner`: ansible-runner, ansible-playbook, and ssh to the hosts).
+
 What goes in, and from where:
   Python        Debian bookworm's python3.11-minimal, libpython3.11-minimal and libpython3.11-stdlib
                 (`apt-get download`, `dpkg-deb -x`, as debs.py does for the other images), with
@@ -17,8 +20,11 @@ What goes in, and from where:
                 collections COLLECTIONS are taken out of it (Galaxy is not needed, nor reachable).
   Collections   /usr/share/ansible/collections/ansible_collections/: slipway/cluster (this checkout's
                 COLLECTION_PATHS) and COLLECTIONS, without their tests and docs.
-  The operator  operator/slipway_operator, as a package in dist-packages; the entrypoint is
-                `python3.11 -m slipway_operator`.
+  The operator  operator/slipway_operator and operator/slipway_fleet, as packages in dist-packages; the
+                entrypoint is `python3.11 -m slipway_operator`.
+  OpenSSH       Debian's openssh-client: ssh, scp and sftp (what Ansible's ssh connection runs), with
+                exactly the shared libraries they load, like the interpreter's. /home/nonroot belongs to
+                the image's user: ssh takes its home (known_hosts) from /etc/passwd, not from $HOME.
   busybox       /bin/sh and the commands Ansible's local connection runs (mkdir, rm, chmod...).
 Every .py file is compiled to .pyc (unchecked-hash: the image is read-only and never changes), so
 nothing is compiled when the pod starts. The image runs as user 65532 (nonroot), with LANG=C.UTF-8
@@ -44,6 +50,8 @@ LOCK = os.path.join(OPERATOR_DIR, "requirements.lock")
 LOCK_INPUT = os.path.join(OPERATOR_DIR, "image-requirements.txt")
 
 NAME = "slipway-operator"
+# The Python packages of operator/ in the image.
+PACKAGES = ("slipway_operator", "slipway_fleet")
 REPOSITORY = "localhost/slipway/operator"
 COMPONENT = "slipway_operator"
 PYTHON = "python3.11"
@@ -54,7 +62,14 @@ DEBIAN_PACKAGES = [
     "python3.11-minimal", "libpython3.11-minimal", "libpython3.11-stdlib",
     "libc6", "libc-bin", "libssl3", "libffi8", "zlib1g", "libexpat1", "libbz2-1.0", "liblzma5",
     "libcrypt1", "libuuid1", "libgcc-s1", "libstdc++6",
+] + [
+    # Ansible's ssh connection (fleet Jobs): openssh-client and what its programs load.
+    "openssh-client", "libedit2", "libbsd0", "libmd0", "libtinfo6", "libfido2-1", "libcbor0.8", "libudev1",
+    "libgssapi-krb5-2", "libkrb5-3", "libk5crypto3", "libkrb5support0", "libcom-err2", "libkeyutils1",
+    "libselinux1", "libpcre2-8-0",
 ]
+SSH_PROGRAMS = ("/usr/bin/ssh", "/usr/bin/scp", "/usr/bin/sftp")
+HOME = "/home/nonroot"
 STDLIB = "/usr/lib/python3.11"
 LIB_DYNLOAD = STDLIB + "/lib-dynload"
 # Extension modules left out (their libraries are not in the image), and packages of the standard
@@ -320,13 +335,16 @@ def collection_files(root=REPO_ROOT):
 
 
 def operator_files(root=REPO_ROOT):
-    base = os.path.join(root, "operator", "slipway_operator")
-    return sorted("operator/slipway_operator/" + name for name in os.listdir(base)
-                  if name.endswith(".py"))
+    """The .py files of PACKAGES, relative paths."""
+    paths = []
+    for package in PACKAGES:
+        base = os.path.join(root, "operator", package)
+        paths += ["operator/%s/%s" % (package, name) for name in os.listdir(base) if name.endswith(".py")]
+    return sorted(paths)
 
 
 def sources_digest(root=REPO_ROOT):
-    """What the image holds of this checkout: the collection, the operator and the lock file."""
+    """What the image holds of this checkout: the collection, the operator, the fleet and the lock file."""
     hasher = hashlib.sha256()
     for rel in collection_files(root) + operator_files(root) + ["operator/requirements.lock"]:
         hasher.update(rel.encode() + b"\0")
@@ -354,7 +372,8 @@ def image_ref(root=REPO_ROOT):
 # the image's tree
 
 def stage_python(deb_root, stage):
-    """Debian's interpreter and standard library into ``stage``; returns the ELF files to resolve."""
+    """Debian's interpreter, its standard library and OpenSSH's client programs into ``stage``; returns the
+    ELF files to resolve."""
     def copy(path):
         src = os.path.join(deb_root, path.lstrip("/"))
         dst = os.path.join(stage, path.lstrip("/"))
@@ -384,6 +403,9 @@ def stage_python(deb_root, stage):
             elif name.endswith((".pyc", ".pyo")):
                 continue
             copy(image_path)
+    for path in SSH_PROGRAMS:
+        copy(path)
+        programs.append(path)
     for top in ("/etc/" + PYTHON, LOCALE):
         for dirpath, _dirnames, filenames in os.walk(os.path.join(deb_root, top.lstrip("/"))):
             for name in sorted(filenames):
@@ -454,15 +476,15 @@ def resolve_libraries(deb_root, stage, programs):
 
 
 def stage_checkout(stage, root=REPO_ROOT):
-    """What the image holds of this checkout: the slipway.cluster collection and the operator."""
+    """What the image holds of this checkout: the slipway.cluster collection, the operator and the fleet."""
     own = os.path.join(stage, COLLECTIONS_ROOT.lstrip("/"), "slipway", "cluster")
     for rel in collection_files(root):
         dst = os.path.join(own, rel)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         shutil.copyfile(os.path.join(root, rel), dst)
         os.chmod(dst, 0o644)
-    copy_tree(os.path.join(root, "operator", "slipway_operator"),
-              os.path.join(stage, SITE_PACKAGES.lstrip("/"), "slipway_operator"))
+    for package in PACKAGES:
+        copy_tree(os.path.join(root, "operator", package), os.path.join(stage, SITE_PACKAGES.lstrip("/"), package))
 
 
 def stage_collections(ansible_wheel, stage):
@@ -529,6 +551,7 @@ def layer_from_stages(stages, busybox, applets):
                     layer.add_dir(image_path, 0o755)
                 else:
                     layer.add_from_root(stage, image_path)
+    layer.add_dir(HOME, 0o700, uid=int(USER.split(":")[0]), gid=int(USER.split(":")[1]))
     images.add_busybox(layer, busybox, applets)
     return layer
 
@@ -624,10 +647,10 @@ def images_busybox_package():
 def component_entry(version, deb_versions, locked, collections):
     pins = {normalize(name): pin for name, pin, _hashes in locked}
     return {"version": version,
-            "source": "Debian bookworm %s %s, %d wheels of operator/requirements.lock (kopf %s, "
-                      "ansible-core %s, ansible-runner %s, kubernetes %s), collections %s and "
-                      "slipway.cluster from the checkout"
-                      % (PYTHON, deb_versions["python3.11-minimal"], len(locked) - 1,
+            "source": "Debian bookworm %s %s and openssh-client %s, %d wheels of operator/requirements.lock "
+                      "(kopf %s, ansible-core %s, ansible-runner %s, kubernetes %s), collections %s and "
+                      "slipway.cluster, slipway_operator and slipway_fleet from the checkout"
+                      % (PYTHON, deb_versions["python3.11-minimal"], deb_versions["openssh-client"], len(locked) - 1,
                          pins.get("kopf"), pins.get("ansible-core"), pins.get("ansible-runner"),
                          pins.get("kubernetes"),
                          ", ".join("%s %s" % item for item in sorted(collections.items())))}
