@@ -50,6 +50,9 @@ def parse(argv: list[str]) -> controller.Options:
                         "bundle, mounted read-only into the Jobs at --bundle-mount")
     parser.add_argument("--bundle-claim", default="", help="a PersistentVolumeClaim holding the bundle (instead)")
     parser.add_argument("--bundle-mount", default="/bundle")
+    parser.add_argument("--backup-host-path", default="", help="a directory of the management cluster's nodes, writable "
+                        "by uid 65532, where etcd-backup operations keep their snapshots (<namespace>/<cluster>/)")
+    parser.add_argument("--backup-claim", default="", help="a PersistentVolumeClaim for the snapshots (instead)")
     parser.add_argument("--resync", type=float, default=60.0, help="seconds between reads of every cluster and its nodes")
     parser.add_argument("--port", type=int, default=8080, help="port of /healthz, /readyz and /metrics")
     parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "slipway-fleet"))
@@ -58,11 +61,16 @@ def parse(argv: list[str]) -> controller.Options:
     args = parser.parse_args(argv)
     if args.max_parallel < 1:
         parser.error("--max-parallel must be 1 or more")
+    if args.backup_host_path and args.backup_claim:
+        parser.error("--backup-host-path and --backup-claim: give one of them")
+    if args.bundle_host_path and args.bundle_claim:
+        parser.error("--bundle-host-path and --bundle-claim: give one of them")
     settings = jobs.JobSettings(image=args.image or f"localhost/slipway/operator:{galaxy_version(args.collections_path)}",
                                 python=args.python, image_pull_policy=args.image_pull_policy,
                                 backoff_limit=args.backoff_limit, active_deadline=args.active_deadline,
                                 bundle_host_path=args.bundle_host_path, bundle_claim=args.bundle_claim,
-                                bundle_mount=args.bundle_mount)
+                                bundle_mount=args.bundle_mount, backup_host_path=args.backup_host_path,
+                                backup_claim=args.backup_claim)
     return controller.Options(kubeconfig=args.kubeconfig, jobs=settings, collections_path=args.collections_path,
                               namespaces=args.namespace, max_parallel=args.max_parallel, resync=args.resync, port=args.port,
                               lease_namespace=args.lease_namespace, lease_name=args.lease_name, identity=args.identity)

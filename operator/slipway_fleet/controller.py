@@ -400,6 +400,17 @@ class Controller:  # pylint: disable=too-many-instance-attributes
         op_type, hosts, target, run_spec = step.type, step.hosts, step.target, step.run_spec
         if op_type is None and pending_user and applied is not None and not deleting:
             op_type, hosts, target, run_spec = pending_user[0]["spec"]["type"], [], applied, applied
+            if op_type == "etcd-backup" and not jobs.has_backup_volume(self.options.jobs):
+                # A snapshot in the pod's scratch space would be gone with the pod: refused before any Job.
+                message = ("the fleet controller has no backup volume (--backup-host-path or --backup-claim; the fleet "
+                           "role's fleet_backup_host_path or fleet_backup_claim): the snapshot would be lost with the "
+                           "Job's pod. Set one, then create the SlipwayOperation again")
+                self.patch_operation_status(pending_user[0], {"phase": "Failed", "message": message,
+                                                              "startTime": jobs.now(), "completionTime": jobs.now()})
+                self.post_event(obj, "Warning", "OperationFailed", f"{pending_user[0]['metadata']['name']}: {message}")
+                self.trigger(namespace, name)
+                self.patch_cluster_status(obj, status)
+                return
         if op_type is None:
             if deleting:
                 self.patch_cluster_status(obj, status)
@@ -453,6 +464,8 @@ class Controller:  # pylint: disable=too-many-instance-attributes
             op = user_op
             op_name = op["metadata"]["name"]
         variables = fleet.operation_vars(op_type, hosts, run_spec, meta["name"])
+        if op_type == "etcd-backup":
+            variables["etcd_backup_dir"] = jobs.backup_dir(obj)
         self._apply(self.core.create_namespaced_config_map, self.core.replace_namespaced_config_map,
                     self.core.read_namespaced_config_map, namespace, jobs.input_config_map(op, obj, run_spec, variables))
         account, role, binding = jobs.runner_rbac(obj)

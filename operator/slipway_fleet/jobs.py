@@ -28,6 +28,8 @@ CONTAINER = "playbook"
 # would fail the same way. Any other end of the pod (killed, evicted, node lost) is run again by the Job.
 EXIT_PLAYBOOK_FAILED = 3
 INPUT_DIR, SSH_DIR, KUBECONFIG_DIR, WORK_DIR = "/slipway/input", "/slipway/ssh", "/slipway/kubeconfig", "/slipway/work"
+# Where an etcd-backup operation's Job mounts the backup volume; its snapshots go to <namespace>/<cluster>/ in it.
+BACKUP_DIR = "/slipway/backups"
 SSH_KEY_FILE = "id_ssh"
 KUBECONFIG_KEY = "value"  # Cluster API's key in <cluster>-kubeconfig
 ACTIVE_PHASES = ("Pending", "Running")
@@ -46,6 +48,9 @@ class JobSettings:  # pylint: disable=too-many-instance-attributes
     bundle_host_path: str = ""
     bundle_claim: str = ""
     bundle_mount: str = "/bundle"
+    # Where etcd-backup operations keep their snapshots: a directory of the nodes, or a PersistentVolumeClaim.
+    backup_host_path: str = ""
+    backup_claim: str = ""
     node_selector: dict = field(default_factory=dict)
 
 
@@ -123,6 +128,16 @@ def runner_rbac(cluster_obj: dict) -> list[dict]:
     ]
 
 
+def backup_dir(cluster_obj: dict) -> str:
+    """Where an etcd-backup operation of the cluster writes its snapshots (etcd_backup_dir), in the Job."""
+    meta = cluster_obj["metadata"]
+    return f"{BACKUP_DIR}/{meta['namespace']}/{meta['name']}"
+
+
+def has_backup_volume(settings: JobSettings) -> bool:
+    return bool(settings.backup_host_path or settings.backup_claim)
+
+
 def job(op_obj: dict, cluster_obj: dict, settings: JobSettings) -> dict:
     """The Job of one operation: the runner in the image, the key and the kubeconfig as read-only files."""
     meta = op_obj["metadata"]
@@ -145,6 +160,12 @@ def job(op_obj: dict, cluster_obj: dict, settings: JobSettings) -> dict:
                   else {"persistentVolumeClaim": {"claimName": settings.bundle_claim, "readOnly": True}})
         volumes.append({"name": "bundle", **source})
         mounts.append({"name": "bundle", "mountPath": settings.bundle_mount, "readOnly": True})
+    # Only an etcd-backup operation writes the backup volume; no other Job sees it.
+    if op_obj["spec"]["type"] == "etcd-backup" and has_backup_volume(settings):
+        source = ({"hostPath": {"path": settings.backup_host_path, "type": "Directory"}} if settings.backup_host_path
+                  else {"persistentVolumeClaim": {"claimName": settings.backup_claim}})
+        volumes.append({"name": "backups", **source})
+        mounts.append({"name": "backups", "mountPath": BACKUP_DIR})
     pod = {
         "serviceAccountName": runner_name(cluster),
         "restartPolicy": "Never",

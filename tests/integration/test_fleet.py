@@ -230,7 +230,7 @@ def fixture_controller(kube_api, crds, tmp_path_factory):  # pylint: disable=unu
             [str(ROOT / ".venv" / "bin" / "python"), "-m", "slipway_fleet", "--kubeconfig", str(kubeconfig),
              "--namespace", NS, "--collections-path", str(ROOT / ".cache" / "collections"), "--port", str(port),
              "--max-parallel", "1", "--resync", "2", "--image", "localhost/slipway/operator:test", "--identity", "test-fleet",
-             "--lease-namespace", "slipway-fleet"],
+             "--lease-namespace", "slipway-fleet", "--backup-claim", "fleet-backups"],
             env=env, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         yield proc, port, log
@@ -539,6 +539,11 @@ class TestController:
         inputs = kube_api.request("get", f"/api/v1/namespaces/{NS}/configmaps/beta-backup-1")["data"]
         assert json.loads(inputs["op.json"])["playbook"] == "etcd_backup.yml"
         assert yaml.safe_load(inputs["inventory.yml"])["all"]["hosts"]["cp1"]["ansible_host"] == "192.0.2.31"
+        # The snapshots go to the backup volume (--backup-claim), a directory per cluster, beyond the pod's life.
+        assert json.loads(inputs["vars.json"])["etcd_backup_dir"] == f"/slipway/backups/{NS}/beta"
+        pod = job["spec"]["template"]["spec"]
+        assert {"name": "backups", "persistentVolumeClaim": {"claimName": "fleet-backups"}} in pod["volumes"]
+        assert {"name": "backups", "mountPath": "/slipway/backups"} in pod["containers"][0]["volumeMounts"]
         obj = wait_controller(controller, lambda: cluster_when(
             kube_api, "beta", lambda o: (status_of(o, "lastOperation") or {}).get("name") == "beta-backup-1"), "beta's last operation")
         assert obj["status"]["lastOperation"]["type"] == "etcd-backup" and obj["status"]["lastOperation"]["phase"] in ("Pending", "Running")

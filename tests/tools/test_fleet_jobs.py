@@ -55,6 +55,26 @@ def test_the_job_mounts_the_key_and_never_puts_it_in_the_environment():
     assert job["metadata"]["ownerReferences"][0]["kind"] == "SlipwayOperation"
 
 
+@pytest.mark.parametrize("settings, source", [
+    ({"backup_host_path": "/var/lib/slipway-fleet/backups"},
+     {"hostPath": {"path": "/var/lib/slipway-fleet/backups", "type": "Directory"}}),
+    ({"backup_claim": "fleet-backups"}, {"persistentVolumeClaim": {"claimName": "fleet-backups"}}),
+])
+def test_only_an_etcd_backup_job_mounts_the_backup_volume(settings, source):
+    job_settings = jobs.JobSettings(image="img:1", **settings)
+    assert jobs.has_backup_volume(job_settings)
+    backup = jobs.job(an_operation("etcd-backup"), CLUSTER, job_settings)["spec"]["template"]["spec"]
+    assert {"name": "backups", **source} in backup["volumes"]
+    assert {"name": "backups", "mountPath": jobs.BACKUP_DIR} in backup["containers"][0]["volumeMounts"]
+    assert jobs.backup_dir(CLUSTER) == jobs.BACKUP_DIR + "/fleet/prod"
+    for op_type in ("create", "scale", "renew-certs", "reset"):
+        other = jobs.job(an_operation(op_type), CLUSTER, job_settings)["spec"]["template"]["spec"]
+        assert all(volume["name"] != "backups" for volume in other["volumes"])
+    assert not jobs.has_backup_volume(jobs.JobSettings(image="img:1"))
+    none = jobs.job(an_operation("etcd-backup"), CLUSTER, jobs.JobSettings(image="img:1"))["spec"]["template"]["spec"]
+    assert all(volume["name"] != "backups" for volume in none["volumes"])
+
+
 def test_the_input_holds_inventory_and_variables_and_nothing_secret():
     op = an_operation("remove-node")
     cm = jobs.input_config_map(op, CLUSTER, CLUSTER["spec"], {"remove_node_names": ["cp1"]})
@@ -187,3 +207,55 @@ def test_the_runner_runs_site_yml_and_reports_the_models_refusal(run_dirs, tmp_p
     assert private.stat().st_mode & 0o777 == 0o600
     extravars = (Path(run_dirs["work"]) / "runner" / "env" / "extravars").read_text()
     assert "not-a-real-key" not in extravars and str(private) in extravars
+
+
+class Recorder:  # pylint: disable=too-few-public-methods
+    """The controller's API calls, recorded instead of made."""
+
+    def __init__(self, operations):
+        self.operations, self.op_status, self.events, self.cluster_status, self.started = operations, [], [], [], []
+
+
+def a_controller(recorder, backup_claim=""):
+    from kubernetes import client  # pylint: disable=import-outside-toplevel
+    from slipway_fleet import controller  # pylint: disable=import-outside-toplevel
+    options = controller.Options(kubeconfig=None, jobs=jobs.JobSettings(image="img:1", backup_claim=backup_claim),
+                                 collections_path=os.path.join(ROOT, ".cache", "collections"))
+    ctl = controller.Controller(options, controller.Metrics(), client.ApiClient())
+    ctl.list_operations = lambda namespace=None, cluster=None: recorder.operations
+    ctl.patch_operation_status = lambda op, status: recorder.op_status.append((op["metadata"]["name"], status))
+    ctl.post_event = lambda obj, kind, reason, message, once=False: recorder.events.append((reason, message))
+    ctl.patch_cluster_status = lambda obj, status: recorder.cluster_status.append(dict(status))
+    ctl.running_operations = lambda: 0
+    ctl.start = lambda obj, op_type, *args: recorder.started.append(op_type) or "op"
+    return ctl
+
+
+def a_running_cluster():
+    spec = {"kubernetesVersion": "1.37.1", "sshKeySecretRef": {"name": "prod-ssh"}, "artifacts": {"source": "upstream"},
+            "hosts": [{"name": "cp1", "address": "192.0.2.11", "roles": ["control_plane", "worker"]}]}
+    return {**CLUSTER, "spec": spec}, {"created": True, "phase": "Running",
+                                       "appliedSpec": {"json": json.dumps(spec, sort_keys=True)}}
+
+
+BACKUP_OP = {"apiVersion": fleet.API_VERSION, "kind": "SlipwayOperation",
+             "metadata": {"name": "backup-1", "namespace": "fleet", "creationTimestamp": "2026-01-01T00:00:00Z"},
+             "spec": {"cluster": "prod", "type": "etcd-backup"}}
+
+
+def test_an_etcd_backup_without_a_backup_volume_is_refused_before_any_job():
+    recorder = Recorder([BACKUP_OP])
+    obj, status = a_running_cluster()
+    a_controller(recorder).next_operation(obj, status, deleting=False)
+    assert not recorder.started
+    [(name, op_status)] = recorder.op_status
+    assert name == "backup-1" and op_status["phase"] == "Failed"
+    assert "--backup-host-path or --backup-claim" in op_status["message"] and "fleet_backup_host_path" in op_status["message"]
+    assert [reason for reason, _message in recorder.events] == ["OperationFailed"]
+
+
+def test_an_etcd_backup_with_a_backup_volume_starts():
+    recorder = Recorder([BACKUP_OP])
+    obj, status = a_running_cluster()
+    a_controller(recorder, backup_claim="fleet-backups").next_operation(obj, status, deleting=False)
+    assert recorder.started == ["etcd-backup"] and not recorder.op_status
