@@ -187,6 +187,8 @@ class Cluster:
     subnet: str
     nodes: dict[str, Node]
     inventory: str = ""
+    # Directories of this machine mounted into every node, as SRC:DST[:ro] (podman's --volume).
+    volumes: tuple[str, ...] = ()
 
     @property
     def vip(self) -> str:
@@ -201,7 +203,7 @@ class Cluster:
         nodes = {
             name: Node(name, tuple(node["groups"]), node["ip"]) for name, node in data["nodes"].items()
         }
-        return cls(data["name"], data["subnet"], nodes, data.get("inventory", ""))
+        return cls(data["name"], data["subnet"], nodes, data.get("inventory", ""), tuple(data.get("volumes") or ()))
 
 
 @dataclasses.dataclass
@@ -229,6 +231,19 @@ def parse_node(spec: str) -> Node:
         if group == "k8s_cluster":
             raise LabError("k8s_cluster is made from kube_control_plane and kube_node: do not list it")
     return Node(name, tuple(dict.fromkeys(groups)))
+
+
+def parse_volume(spec: str) -> str:
+    """SRC:DST[:ro]: an absolute directory of this machine that exists, an absolute path in the node."""
+    parts = spec.split(":")
+    if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] != "ro"):
+        raise LabError(f"bad --volume {spec!r}: write SRC:DST or SRC:DST:ro (absolute paths)")
+    source, target = parts[0], parts[1]
+    if not (source.startswith("/") and target.startswith("/")):
+        raise LabError(f"bad --volume {spec!r}: SRC and DST must be absolute paths")
+    if not os.path.isdir(source):
+        raise LabError(f"bad --volume {spec!r}: {source} is not a directory of this machine")
+    return spec
 
 
 def parse_nodes(specs: Iterable[str]) -> dict[str, Node]:
@@ -362,7 +377,8 @@ def assign_addresses(subnet: str, wanted: dict[str, Node], old: Cluster | None,
                 raise LabError(f"address range exhausted: {subnet} has no free address for {node.name}")
 
 
-def plan_cluster(home: Path, name: str, wanted: dict[str, Node], inventory: Path) -> Cluster:
+def plan_cluster(home: Path, name: str, wanted: dict[str, Node], inventory: Path,
+                 volumes: tuple[str, ...] = ()) -> Cluster:
     """Decide subnet and addresses under the lab lock and record them in the state file."""
     with locked(home):
         old = load_state(home, name)
@@ -371,7 +387,7 @@ def plan_cluster(home: Path, name: str, wanted: dict[str, Node], inventory: Path
         others = [c for c in load_all_states(home) if c.name != name]
         subnet = choose_subnet(name, old, mine, others, all_containers)
         assign_addresses(subnet, wanted, old, mine)
-        cluster = Cluster(name, subnet, wanted, str(inventory))
+        cluster = Cluster(name, subnet, wanted, str(inventory), volumes)
         save_state(home, cluster)
     return cluster
 
@@ -386,7 +402,14 @@ def mac_for(ip: str) -> str:
 
 
 def run_node(cluster: Cluster, node: Node, key: Path) -> str:
-    podman(
+    podman(*node_run_args(cluster, node, key))
+    return node.name
+
+
+def node_run_args(cluster: Cluster, node: Node, key: Path) -> list[str]:
+    """`podman run`'s arguments for a node: the cluster's volumes come before the image."""
+    mounts = [arg for volume in cluster.volumes for arg in ("--volume", volume)]
+    return [
         "run", "--detach", "--name", container_name(cluster.name, node.name),
         "--hostname", node.name,
         "--label", f"{LABEL}.cluster={cluster.name}",
@@ -401,9 +424,9 @@ def run_node(cluster: Cluster, node: Node, key: Path) -> str:
         # started again keeps its images as a machine does after a reboot
         "--volume", "/var/lib/containerd",
         "--volume", f"{key.with_suffix('.pub')}:/root/.ssh/authorized_keys:ro",
+        *mounts,
         IMAGE,
-    )
-    return node.name
+    ]
 
 
 def start_container(name: str) -> str:
@@ -548,6 +571,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     started = time.monotonic()
     home = lab_home()
     wanted = parse_nodes(args.node)
+    volumes = tuple(parse_volume(spec) for spec in args.volume)
     extra_vars = parse_vars(args.vars)
     inventory = Path(args.inventory).resolve() if args.inventory else DEFAULT_INVENTORY
     built = ensure_image(home)
@@ -555,7 +579,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     for line in raise_kernel_limits():
         print(line)
     old = load_state(home, args.cluster)
-    cluster = plan_cluster(home, args.cluster, wanted, inventory)
+    cluster = plan_cluster(home, args.cluster, wanted, inventory, volumes)
     done = converge_nodes(cluster, key)
     parallel(wait_for_ssh, [node.ip for node in cluster.nodes.values()])
     if old and old.inventory and old.inventory != str(inventory):
@@ -627,6 +651,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--inventory", metavar="PATH", help=f"inventory to write (default {DEFAULT_INVENTORY})")
     up.add_argument("--vars", action="append", default=[], metavar="KEY=VALUE",
                     help="a variable for group all (value read as YAML; repeat)")
+    up.add_argument("--volume", action="append", default=[], metavar="SRC:DST[:ro]",
+                    help="a directory of this machine mounted into every node made by this `up` (repeat)")
     up.set_defaults(func=cmd_up)
     down = sub.add_parser("down", help="remove a cluster's nodes, state and inventory")
     down.add_argument("--cluster", required=True, type=cluster_name)

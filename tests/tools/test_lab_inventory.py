@@ -40,3 +40,26 @@ def test_vars_given_win_over_the_lab_settings():
     found = inventory_vars({"slipway_kubesphere_enabled": True, "kubesphere_wait": True})
     assert found["kubesphere_wait"] is True
     assert found["kubesphere_image_pull_policy"] == "Never"
+
+
+def test_a_volume_is_mounted_into_every_node_before_the_image(tmp_path):
+    spec = lab.parse_volume(f"{tmp_path}:/srv/slipway-bundle:ro")
+    cluster = lab.Cluster("lab", "10.88.100.0/24", dict(CLUSTER.nodes), volumes=(spec,))
+    args = lab.node_run_args(cluster, cluster.nodes["cp1"], pathlib.Path("/k/id"))
+    assert args[args.index(spec) - 1] == "--volume" and args.index(spec) < args.index(lab.IMAGE)
+    assert lab.Cluster.from_json(cluster.to_json()) == cluster
+    # Without volumes, a node has only its own: the containerd volume and the lab's public key.
+    assert lab.node_run_args(CLUSTER, CLUSTER.nodes["cp1"], pathlib.Path("/k/id")).count("--volume") == 2
+    assert args.count("--volume") == 3
+    assert lab.Cluster.from_json(CLUSTER.to_json()).volumes == ()
+
+
+def test_a_bad_volume_is_refused_with_what_to_write(tmp_path):
+    for spec, words in ((f"{tmp_path}", "SRC:DST"), (f"{tmp_path}:/x:rw", "SRC:DST:ro"), ("bundle:/x", "absolute"),
+                        (f"{tmp_path}/missing:/x", "not a directory")):
+        try:
+            lab.parse_volume(spec)
+        except lab.LabError as exc:
+            assert words in str(exc), (spec, exc)
+        else:
+            raise AssertionError(f"{spec} was accepted")
