@@ -551,7 +551,8 @@ def layer_from_stages(stages, busybox, applets):
                     layer.add_dir(image_path, 0o755)
                 else:
                     layer.add_from_root(stage, image_path)
-    layer.add_dir(HOME, 0o700, uid=int(USER.split(":")[0]), gid=int(USER.split(":")[1]))
+    uid, gid = (int(part) for part in USER.split(":"))
+    layer.add_dir(HOME, 0o700, uid=uid, gid=gid)
     images.add_busybox(layer, busybox, applets)
     return layer
 
