@@ -15,7 +15,7 @@ def test_the_lock_pins_every_package_with_a_hash():
     with open(pyimage.LOCK, encoding="utf-8") as handle:
         entries = pyimage.parse_lock(handle.read())
     names = {pyimage.normalize(name) for name, _version, _hashes in entries}
-    for wanted in ("kopf", "ansible-core", "ansible-runner", "kubernetes", "prometheus-client", "aiohttp",
+    for wanted in ("kopf", "ansible-core", "ansible-runner", "kubernetes", "prometheus-client", "aiohttp", "jmespath",
                    "pyyaml", "cryptography", "jinja2", "ansible"):
         assert wanted in names
     assert all(re.fullmatch(r"[0-9a-f]{64}", digest) for _name, _version, hashes in entries for digest in hashes)
