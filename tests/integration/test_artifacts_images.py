@@ -28,14 +28,18 @@ IMAGES = {
 }
 MONITORING = {"prometheus", "node-exporter"}
 
-# (case, node roles, kubesphere_enabled, operator_enabled, artifacts_operator_image, images expected)
+# (case, node roles, kubesphere_enabled, operator_enabled, artifacts_operator_image, artifacts_operator_kubesphere_images,
+#  images expected)
 CASES = [
-    ("plain-worker", ["worker"], False, False, False, {"pause"}),
-    ("plain-control-plane", ["control_plane"], False, False, False, {"pause", "kube-apiserver"}),
-    ("kubesphere-worker", ["worker"], True, False, False, {"pause"} | MONITORING),
-    ("kubesphere-operator", ["worker"], True, True, False, {"pause", "slipway-operator"} | MONITORING),
-    ("operator-playbook", ["worker"], False, False, True, {"pause", "slipway-operator"} | MONITORING),
-    ("kubesphere-control-plane", ["control_plane"], True, False, False, {"pause", "kube-apiserver"} | MONITORING),
+    ("plain-worker", ["worker"], False, False, False, True, {"pause"}),
+    ("plain-control-plane", ["control_plane"], False, False, False, True, {"pause", "kube-apiserver"}),
+    ("kubesphere-worker", ["worker"], True, False, False, True, {"pause"} | MONITORING),
+    ("kubesphere-operator", ["worker"], True, True, False, True, {"pause", "slipway-operator"} | MONITORING),
+    ("operator-playbook", ["worker"], False, False, True, True, {"pause", "slipway-operator"} | MONITORING),
+    # playbooks/fleet.yml: the operator's image for the fleet's controller and Jobs, without KubeSphere's.
+    ("fleet-playbook", ["worker"], False, False, True, False, {"pause", "slipway-operator"}),
+    ("fleet-playbook-on-kubesphere", ["worker"], True, False, True, False, {"pause", "slipway-operator"} | MONITORING),
+    ("kubesphere-control-plane", ["control_plane"], True, False, False, True, {"pause", "kube-apiserver"} | MONITORING),
 ]
 
 
@@ -44,7 +48,7 @@ def fixture_chosen(tmp_path_factory) -> dict[str, set[str]]:
     """{case: the image names _artifacts_node_images holds}, from one ansible-playbook run of a play per case."""
     tmp_path = tmp_path_factory.mktemp("images")
     plays = []
-    for case, roles, kubesphere, operator, operator_image, _expected in CASES:
+    for case, roles, kubesphere, operator, operator_image, with_kubesphere, _expected in CASES:
         model = {"artifacts": {"source": "bundle", "binaries": [], "images": IMAGES},
                  "nodes": {"localhost": {"kubernetes": True, "roles": roles}},
                  "kubesphere_enabled": kubesphere, "operator_enabled": operator}
@@ -54,6 +58,7 @@ def fixture_chosen(tmp_path_factory) -> dict[str, set[str]]:
             "connection": "local",
             "gather_facts": False,
             "vars": {"slipway_cluster": model, "artifacts_operator_image": operator_image,
+                     "artifacts_operator_kubesphere_images": with_kubesphere,
                      "ansible_python_interpreter": "{{ ansible_playbook_python }}"},
             "tasks": [
                 {"name": "The artifacts role's variables",
