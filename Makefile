@@ -92,6 +92,9 @@ lab: deps venv collection lab-bundle
 	@echo "kubectl from the bundle, with the admin kubeconfig site.yml put next to the inventory:"
 	@echo "  KUBECONFIG=$(patsubst $(ROOT)/%,%,$(dir $(LAB_INVENTORY)))artifacts/admin.conf $(patsubst $(ROOT)/%,%,$(BUNDLE_DIR))/bin/kubectl get nodes"
 	@KUBECONFIG=$(dir $(LAB_INVENTORY))artifacts/admin.conf $(BUNDLE_DIR)/bin/kubectl get nodes
+	@$(if $(call LAB_ON,slipway_kubesphere_enabled),KUBECONFIG=$(dir $(LAB_INVENTORY))artifacts/admin.conf; export KUBECONFIG; \
+	  echo; echo "KubeSphere console: http://$$($(BUNDLE_DIR)/bin/kubectl get nodes -o jsonpath='{.items[0].status.addresses[?(@.type=="InternalIP")].address}'):30880 (user admin; its password below)"; \
+	  echo "  KUBECONFIG=$(patsubst $(ROOT)/%,%,$(dir $(LAB_INVENTORY)))artifacts/admin.conf $(patsubst $(ROOT)/%,%,$(BUNDLE_DIR))/bin/kubectl -n kubesphere-system get secret kubesphere-admin -o jsonpath='{.data.password}' | base64 -d",)
 
 # A fresh lab cluster of LAB_NODES named BENCH_CLUSTER, site.yml twice, figures for docs/performance.md.
 # The cluster is removed afterwards unless BENCH_KEEP=1.

@@ -15,7 +15,7 @@ from ansible_collections.slipway.cluster.plugins.module_utils import _cluster_co
 COLLECTION = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(COLLECTION, "roles", "kubesphere")
 REQUIRED = {"status_key", "requires", "namespaces", "templates", "images", "ready"}
-OPTIONAL = {"crds", "objects_from", "refuse", "prepare", "webhook"}
+OPTIONAL = {"crds", "objects_from", "refuse", "prepare", "check", "webhook"}
 READY_KEYS = {"api_version", "kind", "namespace", "name", "label_selectors", "condition"}
 IMAGE_REFERENCE = re.compile(r"_kubesphere_(?:core_)?image\.(\w+)")
 INCLUDES = ("ansible.builtin.include_tasks", "ansible.builtin.import_tasks", "ansible.builtin.include_role",
@@ -45,7 +45,7 @@ def test_an_entry_has_the_documented_keys_only(name):
     entry = TABLE[name]
     assert REQUIRED <= set(entry), REQUIRED - set(entry)
     assert set(entry) <= REQUIRED | OPTIONAL, set(entry) - REQUIRED - OPTIONAL
-    for key in ("requires", "namespaces", "templates", "images", "ready", "crds", "prepare", "refuse"):
+    for key in ("requires", "namespaces", "templates", "images", "ready", "crds", "prepare", "check", "refuse"):
         assert isinstance(entry.get(key, []), list), key
 
 
@@ -68,7 +68,7 @@ def test_files_named_by_an_entry_exist(name):
         assert os.path.isfile(os.path.join(ROLE, "templates", template)), template
     for crd in entry.get("crds", []):
         assert os.path.isfile(os.path.join(ROLE, "files", crd)), crd
-    for task_file in entry.get("prepare", []):
+    for task_file in entry.get("prepare", []) + entry.get("check", []):
         assert os.path.isfile(os.path.join(ROLE, "tasks", task_file)), task_file
     if "objects_from" in entry:
         source = entry["objects_from"]
@@ -149,8 +149,9 @@ def included_files(path):
                     found.append(os.path.join(COLLECTION, "roles", role, "tasks",
                                               target.get("tasks_from", "main").replace(".yml", "") + ".yml"))
             elif "{{" in target:
-                assert target == "{{ _kubesphere_prepare }}", target
-                found += [os.path.join(tasks_dir, name) for entry in TABLE.values() for name in entry.get("prepare", [])]
+                key = {"{{ _kubesphere_prepare }}": "prepare", "{{ _kubesphere_check }}": "check"}.get(target)
+                assert key, target
+                found += [os.path.join(tasks_dir, name) for entry in TABLE.values() for name in entry.get(key, [])]
             else:
                 found.append(os.path.join(tasks_dir, target))
     return found
