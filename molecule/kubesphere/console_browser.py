@@ -148,7 +148,7 @@ def run(args, password):
         page.wait_for("!location.pathname.startsWith('/login')", "the console after logging in")
         step = "open the cluster overview"
         page.go("/clusters/default/overview")
-        page.wait_for(body_has("Kubernetes version") + " && " + body_has("KubeSphere version"),
+        page.wait_for(body_has("System Components") + " && " + body_has("Kubernetes Status"),
                       "the cluster overview")
         page.screenshot(os.path.join(args.out, "console-overview.png"))
         step = "open the node list"
