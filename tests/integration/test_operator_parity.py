@@ -102,6 +102,8 @@ def normalize(obj: dict) -> dict:
     obj.pop("status", None)
     if obj["kind"] == "Secret" and obj.get("type") == "kubernetes.io/tls":
         obj["data"] = sorted(obj.get("data", {}))  # keys and certificates made anew: only which are there
+    if obj["kind"] == "Secret" and meta["name"] == "kubesphere-admin":
+        obj["data"] = sorted(obj.get("data", {}))  # the admin password, generated on every first install
     for webhook in obj.get("webhooks", []):
         webhook.get("clientConfig", {}).pop("caBundle", None)
     if obj["kind"] == "APIService":
