@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Open KubeSphere's console in headless Chromium as a person would, through the Chrome DevTools protocol.
 
 Loads the login page, types admin's user name and password into its form and submits it, waits until the

@@ -59,6 +59,12 @@ def get(url):
         return None, ""
 
 
+def ok(url):
+    """The answer of a GET of ``url`` when it is 200, else None (to wait for)."""
+    answer = get(url)
+    return answer if answer[0] == 200 else None
+
+
 def token(port, username, password):
     body = urllib.parse.urlencode({"grant_type": "password", "username": username, "password": password,
                                    "client_id": "kubesphere", "client_secret": "kubesphere"}).encode()
@@ -123,8 +129,7 @@ def main(bundle: Path, work: Path, shots: Path) -> dict:
         port = ka.free_port()
         processes.append(start([str(binaries / "ks-apiserver"), "--bind-address", "127.0.0.1", "--insecure-port",
                                 str(port)], config, work / "ks-apiserver.log"))
-        status, body = wait(lambda: (lambda answer: answer if answer[0] == 200 else None)(
-            get(f"http://127.0.0.1:{port}/kapis/version"))) or (None, "{}")
+        status, body = wait(lambda: ok(f"http://127.0.0.1:{port}/kapis/version")) or (None, "{}")
         seen["version"] = json.loads(body) if status == 200 else {"status": status}
 
         # ks-controller-manager's webhook server needs a serving certificate to start: the API server's will do.
@@ -170,8 +175,7 @@ def main(bundle: Path, work: Path, shots: Path) -> dict:
             "client": {"version": {"kubesphere": "v3.4.1"}}}))
         processes.append(start(["node", "server/server.js"], console, work / "ks-console.log",
                                env=dict(os.environ, NODE_ENV="production")))
-        status, body = wait(lambda: (lambda answer: answer if answer[0] == 200 else None)(
-            get(f"http://127.0.0.1:{CONSOLE_PORT}/login"))) or (None, "")
+        status, body = wait(lambda: ok(f"http://127.0.0.1:{CONSOLE_PORT}/login")) or (None, "")
         seen["login_page"] = {"status": status, "title": "<title>KubeSphere</title>" in body}
         browser = subprocess.run(
             [sys.executable, str(BROWSER), "--url", f"http://127.0.0.1:{CONSOLE_PORT}", "--node", "ks33-node",

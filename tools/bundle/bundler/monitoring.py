@@ -179,7 +179,7 @@ def image_specs(refs, programs, module_dirs):
                        "/NOTICE": os.path.join(prometheus_dir, "NOTICE")}
     for part in ("consoles", "console_libraries"):
         prometheus_data.update(tree(os.path.join(prometheus_dir, part),
-                                     "/usr/share/prometheus/" + part))
+                                    "/usr/share/prometheus/" + part))
     return [
         spec("prometheus-operator", {"/bin/operator": programs["operator"]},
              {"entrypoint": ["/bin/operator"], "user": NOBODY}, busybox=True),
