@@ -213,7 +213,8 @@ def fake_yarn(calls, tree_files=None):
                     with open(path, "w", encoding="utf-8") as handle:
                         handle.write(name)
             return subprocess.CompletedProcess(cmd, 0)
-        return subprocess.run(cmd, **dict(kwargs, check=False))  # tar, patch
+        kwargs.pop("check", None)
+        return subprocess.run(cmd, check=False, **kwargs)  # tar, patch
     return run
 
 
