@@ -17,16 +17,9 @@ from ansible.plugins.action import ActionBase
 from ansible.vars.hostvars import HostVarsVars
 
 from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY
-from ansible_collections.slipway.cluster.plugins.module_utils._model import (
-    OWN_PREFIXES,
-    OWN_VARIABLES,
-    ROLE_DEFAULTS,
-    ModelError,
-    Problem,
-    build_model,
-    check_settings,
-    format_problems,
-)
+from ansible_collections.slipway.cluster.plugins.module_utils._model import build_model, check_settings
+from ansible_collections.slipway.cluster.plugins.module_utils._problems import ModelError, Problem, format_problems
+from ansible_collections.slipway.cluster.plugins.module_utils._settings import OWN_PREFIXES, OWN_VARIABLES, ROLE_DEFAULTS
 from ansible_collections.slipway.cluster.plugins.module_utils._paths import controller_path
 
 ARGUMENT_SPEC = {

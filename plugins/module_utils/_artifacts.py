@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Mapping
 
-from ansible_collections.slipway.cluster.plugins.module_utils._model import Problem
+from ansible_collections.slipway.cluster.plugins.module_utils._problems import Problem
 
 BUNDLE_FORMAT_VERSION = 1
 # Images only control planes (and external etcd members) run.

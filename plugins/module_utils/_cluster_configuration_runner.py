@@ -20,13 +20,8 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.slipway.cluster.plugins.module_utils import _cluster_configuration as cc
-from ansible_collections.slipway.cluster.plugins.module_utils._k8s import (
-    AUTH_ARG_SPEC,
-    RESOURCE_ARG_SPEC,
-    ClusterConfigurationApi,
-    K8sError,
-    api_client_or_fail,
-)
+from ansible_collections.slipway.cluster.plugins.module_utils._cluster_configuration_api import RESOURCE_ARG_SPEC, ClusterConfigurationApi
+from ansible_collections.slipway.cluster.plugins.module_utils._k8s import AUTH_ARG_SPEC, K8sError, api_client_or_fail
 
 YAML_IMPORT_ERROR = None
 try:

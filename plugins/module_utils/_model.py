@@ -13,138 +13,43 @@ import difflib
 import hashlib
 import ipaddress
 import re
-from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 
-SUPPORTED_KUBERNETES_MINORS = ("1.36", "1.37")
-LB_MODES = ("local_haproxy", "vip", "external")
-CNIS = ("flannel", "calico", "cilium", "none")
-ETCD_MODES = ("stacked", "external")
-ARTIFACT_SOURCES = ("upstream", "mirror", "bundle")
-
-GROUP_CONTROL_PLANE = "kube_control_plane"
-GROUP_NODE = "kube_node"
-GROUP_ETCD = "etcd"
-GROUP_LB = "loadbalancer"
-GROUP_K8S_CLUSTER = "k8s_cluster"
+from ansible_collections.slipway.cluster.plugins.module_utils import _artifacts as artifacts
+from ansible_collections.slipway.cluster.plugins.module_utils import _kubespray as kubespray
+from ansible_collections.slipway.cluster.plugins.module_utils._artifacts import KUBERNETES_RELEASES
+from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY
+from ansible_collections.slipway.cluster.plugins.module_utils._problems import Collector, ModelError
+from ansible_collections.slipway.cluster.plugins.module_utils._settings import (
+    ARTIFACT_SOURCES,
+    CNIS,
+    DEFAULT_SETTINGS,
+    ENCRYPTION_PROVIDERS,
+    ETCD_MODES,
+    FLANNEL_BACKENDS,
+    GROUP_CONTROL_PLANE,
+    GROUP_ETCD,
+    GROUP_K8S_CLUSTER,
+    GROUP_LB,
+    GROUP_NODE,
+    HARDENING,
+    IMAGE_PULL_POLICIES,
+    KUBELET_ADDRESS_TYPES,
+    KUBE_PROXY_MODES,
+    LB_MODES,
+    MERGE_TYPES,
+    OPERATOR_OWN_KUBESPHERE_VARS,
+    OWN_PREFIXES,
+    OWN_VARIABLES,
+    ROLE_DEFAULTS,
+    SUPPORTED_KUBERNETES_MINORS,
+)
 
 # Kubernetes node names are RFC 1123 DNS subdomains.
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _HOSTNAME = _NODE_NAME
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 
-DEFAULT_SETTINGS: dict[str, Any] = {
-    "slipway_cluster_name": "slipway",
-    "slipway_kubernetes_version": "1.37.1",
-    "slipway_dns_domain": "cluster.local",
-    "slipway_pod_cidr": "10.233.64.0/18",
-    "slipway_service_cidr": "10.233.0.0/18",
-    "slipway_node_cidr_mask_size": 24,
-    "slipway_lb_mode": "local_haproxy",
-    "slipway_lb_port": 8443,
-    "slipway_apiserver_port": 6443,
-    "slipway_control_plane_endpoint": "",
-    "slipway_cni": "flannel",
-    "slipway_etcd_mode": "stacked",
-    "slipway_artifacts_source": "upstream",
-    "slipway_artifacts_bundle_dir": "",
-    "slipway_artifacts_mirror_url": "",
-    "slipway_artifacts_registry_mirror": "",
-    "slipway_kubesphere_enabled": False,
-    "slipway_operator_enabled": False,
-    "slipway_hardening": "cis",
-    "slipway_secrets_encryption": True,
-    "slipway_etcd_even_members_ok": False,
-}
-
-# slipway_* names that are ours but not settings of the model: the model's own fact, and the lab's
-# variables (lab/lab.py writes slipway_lab_cluster, slipway_lab_subnet, slipway_lab_vip).
-OWN_VARIABLES = ("slipway_cluster",)
-OWN_PREFIXES = ("slipway_lab_",)
-
-# Role variables the model checks before any contact, with the roles' defaults (a unit test keeps
-# them equal to the roles' defaults/main.yml and argument specs). The roles read the same variables.
-ROLE_DEFAULTS: dict[str, Any] = {
-    "control_plane_kube_proxy_mode": "iptables",
-    "control_plane_kube_proxy_conntrack_max_per_core": "auto",
-    "control_plane_coredns_upstreams": ["/etc/resolv.conf"],
-    "control_plane_cert_sans": [],
-    "loadbalancer_haproxy_health_port": 8404,
-    "loadbalancer_keepalived_virtual_router_id": 0,
-    "loadbalancer_keepalived_auth_pass": "",
-    "cni_flannel_backend": "vxlan",
-    "cni_manifest_src": "",
-    "containerd_registry_mirrors": {},
-    "containerd_insecure_registries": [],
-    "containerd_registry_auths": {},
-    "kubesphere_cluster_configuration": {},
-    "kubesphere_cluster_configuration_merge_type": "merge",
-    "node_join_token_ttl": "15m",
-    "metrics_server_replicas": 1,
-    "metrics_server_kubelet_preferred_address_types": ["InternalIP"],
-    "control_plane_audit_log_maxage": 30,
-    "control_plane_audit_log_maxbackup": 10,
-    "control_plane_audit_log_maxsize": 100,
-    "control_plane_audit_policy_src": "",
-    "control_plane_encryption_provider": "aescbc",
-    "control_plane_kubelet_pod_pids_limit": 4096,
-    "control_plane_join_token_ttl": "15m",
-    "etcd_pki_dir": "/etc/etcd/pki",
-    "operator_image_pull_policy": "IfNotPresent",
-    "operator_replicas": 2,
-    "operator_metrics_port": 8080,
-    "operator_resync_seconds": 300,
-    "operator_debounce_seconds": 2,
-    "operator_kubesphere_vars": {},
-    "control_plane_certs_auto_renew": False,
-}
-HARDENING = ("cis", "none")
-ENCRYPTION_PROVIDERS = ("aescbc", "secretbox")
-KUBE_PROXY_MODES = ("iptables", "nftables", "ipvs")
-FLANNEL_BACKENDS = ("vxlan", "host-gw", "wireguard", "udp", "ipip")
-KUBELET_ADDRESS_TYPES = ("InternalIP", "ExternalIP", "Hostname", "InternalDNS", "ExternalDNS")
-IMAGE_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
-MERGE_TYPES = ("merge", "replace")
-# The operator's own settings, which operator_kubesphere_vars cannot override.
-OPERATOR_OWN_KUBESPHERE_VARS = ("kubesphere_kubeconfig", "kubesphere_cluster_configuration")
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with the input: where it is, and what to change."""
-
-    where: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.message}"
-
-
-@dataclass
-class _Collector:
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[Problem] = field(default_factory=list)
-
-    def error(self, where: str, message: str) -> None:
-        self.problems.append(Problem(where, message))
-
-    def warn(self, where: str, message: str) -> None:
-        self.warnings.append(Problem(where, message))
-
-
-class ModelError(Exception):
-    """Raised with every problem found, so they can be reported at once."""
-
-    def __init__(self, problems: list[Problem], warnings: list[Problem] | None = None):
-        self.problems = problems
-        self.warnings = warnings or []
-        super().__init__(format_problems(problems))
-
-
-def format_problems(problems: list[Problem], title: str = "") -> str:
-    lines = [title] if title else []
-    lines.extend(f"  - {p}" for p in problems)
-    return "\n".join(lines)
 
 
 def parse_version(value: Any) -> tuple[int, int, int] | None:
@@ -227,7 +132,7 @@ def _group(groups: Mapping[str, Any], name: str) -> list[str]:
     return list(groups.get(name) or [])
 
 
-def _parse_cidr(col: _Collector, var: str, value: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+def _parse_cidr(col: Collector, var: str, value: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
     text = str(value or "").strip()
     try:
         return ipaddress.ip_network(text, strict=True)
@@ -263,7 +168,7 @@ _TRUE = ("yes", "on", "true", "1", "y", "t")
 _FALSE = ("no", "off", "false", "0", "n", "f")
 
 
-def _bool(col: _Collector, var: str, value: Any) -> bool:
+def _bool(col: Collector, var: str, value: Any) -> bool:
     """Booleans as Ansible reads them: true/false, yes/no, on/off, 1/0."""
     if isinstance(value, bool):
         return value
@@ -274,7 +179,7 @@ def _bool(col: _Collector, var: str, value: Any) -> bool:
     return False
 
 
-def _port(col: _Collector, var: str, value: Any) -> int:
+def _port(col: Collector, var: str, value: Any) -> int:
     try:
         port = int(value)
     except (TypeError, ValueError):
@@ -285,14 +190,14 @@ def _port(col: _Collector, var: str, value: Any) -> int:
     return port
 
 
-def _choice(col: _Collector, var: str, value: Any, choices: tuple[str, ...]) -> str:
+def _choice(col: Collector, var: str, value: Any, choices: tuple[str, ...]) -> str:
     if value in choices:
         return str(value)
     col.error(var, f"unknown value '{value}'; set one of: {', '.join(choices)}")
     return ""
 
 
-def _node_address(col: _Collector, host: str, hostvars: Mapping[str, Any]) -> str:
+def _node_address(col: Collector, host: str, hostvars: Mapping[str, Any]) -> str:
     """The address Kubernetes binds to: ``ip``, else ``ansible_host`` when it is an IP."""
     if hostvars.get("ip"):
         if _ip(hostvars["ip"]) is None:
@@ -313,7 +218,7 @@ def _node_address(col: _Collector, host: str, hostvars: Mapping[str, Any]) -> st
     return ""
 
 
-def _usable_address(col: _Collector, host: str, var: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+def _usable_address(col: Collector, host: str, var: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
     why = address_problem(address)
     if why:
         col.error(f"host {host}", f"{var} {address} {why}; set ip: to the node's own unicast address, e.g. "
@@ -322,7 +227,7 @@ def _usable_address(col: _Collector, host: str, var: str, address: ipaddress.IPv
     return str(address)
 
 
-def _check_names(col: _Collector, hosts: list[str]) -> None:
+def _check_names(col: Collector, hosts: list[str]) -> None:
     seen: dict[str, str] = {}
     for host in hosts:
         if not _NODE_NAME.match(host):
@@ -342,7 +247,7 @@ def _check_names(col: _Collector, hosts: list[str]) -> None:
             seen[key] = host
 
 
-def _check_addresses(col: _Collector, addresses: dict[str, str]) -> None:
+def _check_addresses(col: Collector, addresses: dict[str, str]) -> None:
     owners: dict[str, str] = {}
     for host, address in addresses.items():
         if not address:
@@ -353,7 +258,7 @@ def _check_addresses(col: _Collector, addresses: dict[str, str]) -> None:
             owners[address] = host
 
 
-def _check_etcd(col: _Collector, mode: str, control_planes: list[str], etcd_group: list[str],
+def _check_etcd(col: Collector, mode: str, control_planes: list[str], etcd_group: list[str],
                 even_ok: bool = False) -> list[str]:
     if mode == "stacked":
         members = control_planes
@@ -542,10 +447,7 @@ class BundleReader(Protocol):
     # did not. With it the model asks a mirror whether it has the release (slipway_artifacts_source mirror).
 
 
-def _artifacts(col: _Collector, settings: Mapping[str, Any], source: str, version: str, bundle: BundleReader | None):
-    # Imported here: _artifacts imports Problem from this module.
-    from ansible_collections.slipway.cluster.plugins.module_utils import _artifacts as artifacts
-
+def _artifacts(col: Collector, settings: Mapping[str, Any], source: str, version: str, bundle: BundleReader | None):
     if not source or not version:
         return {}
     if source == "bundle":
@@ -569,7 +471,7 @@ def _artifacts(col: _Collector, settings: Mapping[str, Any], source: str, versio
     return result
 
 
-def _check_optional_images(col: _Collector, artifacts: Mapping[str, Any], source: str, kubesphere: Any, operator: Any) -> None:
+def _check_optional_images(col: Collector, artifacts: Mapping[str, Any], source: str, kubesphere: Any, operator: Any) -> None:
     """A bundle built without the images only some clusters run (tools/bundle's --without, which make lab passes): a
     cluster that runs them is refused, naming the build that adds them."""
     images = artifacts.get("images") or {}
@@ -585,7 +487,7 @@ def _check_optional_images(col: _Collector, artifacts: Mapping[str, Any], source
                   "python3 tools/bundle/build.py without --without operator")
 
 
-def _check_setting_names(col: _Collector, settings: Mapping[str, Any]) -> None:
+def _check_setting_names(col: Collector, settings: Mapping[str, Any]) -> None:
     """Every slipway_* variable is a setting (or the lab's own); a misspelt one names the nearest."""
     # Compared without the common prefix, which would make every name look alike.
     known = {name[len("slipway_"):]: name for name in DEFAULT_SETTINGS}
@@ -597,7 +499,7 @@ def _check_setting_names(col: _Collector, settings: Mapping[str, Any]) -> None:
         col.error(name, f"is not a setting of slipway.cluster; {hint}")
 
 
-def _int(col: _Collector, var: str, value: Any, low: int, high: int, expected: str) -> int | None:
+def _int(col: Collector, var: str, value: Any, low: int, high: int, expected: str) -> int | None:
     """A whole number from low to high; a number written as a string (-e, INI files) is a number."""
     if isinstance(value, bool):
         value = None
@@ -616,12 +518,12 @@ def _int(col: _Collector, var: str, value: Any, low: int, high: int, expected: s
 _URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~!$&()*+,;=:@%/-]*)?$")
 
 
-def _check_url(col: _Collector, var: str, value: Any, example: str) -> None:
+def _check_url(col: Collector, var: str, value: Any, example: str) -> None:
     if not isinstance(value, str) or not _URL.match(value.strip()):
         col.error(var, f"'{value}' is not an http:// or https:// URL; set it like {example}")
 
 
-def _check_registries(col: _Collector, role: Mapping[str, Any]) -> None:
+def _check_registries(col: Collector, role: Mapping[str, Any]) -> None:
     mirrors = role["containerd_registry_mirrors"]
     if not isinstance(mirrors, Mapping):
         col.error("containerd_registry_mirrors", f"'{mirrors}' is not a mapping; set it like "
@@ -663,7 +565,7 @@ def _registry_host(registry: Any) -> bool:
     return isinstance(registry, str) and (registry == "_default" or bool(_REGISTRY_HOST.match(registry)))
 
 
-def _check_cert_sans(col: _Collector, sans: Any) -> None:
+def _check_cert_sans(col: Collector, sans: Any) -> None:
     """Extra names of the API server's certificate (kubeadm's certSANs): each a DNS name or an IP address."""
     if not isinstance(sans, list):
         col.error("control_plane_cert_sans", f"is a {type(sans).__name__}; set a list of DNS names and IP addresses, "
@@ -690,7 +592,7 @@ def _coredns_upstream(value: Any) -> bool:
     return bracketed and port is not None and _ip(host) is not None
 
 
-def _check_coredns_upstreams(col: _Collector, upstreams: Any) -> None:
+def _check_coredns_upstreams(col: Collector, upstreams: Any) -> None:
     if not isinstance(upstreams, list):
         col.error("control_plane_coredns_upstreams", f"is a {type(upstreams).__name__}; set a list of resolvers, like "
                   "[192.0.2.53, '192.0.2.54:5353'], or [] to answer inside the cluster only")
@@ -702,7 +604,7 @@ def _check_coredns_upstreams(col: _Collector, upstreams: Any) -> None:
                   "192.0.2.53:5353, [2001:db8::53]:53) or the path of a resolv.conf on the nodes (/etc/resolv.conf)")
 
 
-def _check_roles(col: _Collector, role: Mapping[str, Any], lb_mode: str, cni: str, kubesphere: bool,
+def _check_roles(col: Collector, role: Mapping[str, Any], lb_mode: str, cni: str, kubesphere: bool,
                  endpoint: Mapping[str, Any], control_planes: list[str], reader: BundleReader | None = None) -> None:
     """The role variables whose mistakes the roles would otherwise find only after hosts changed."""
     if role["control_plane_kube_proxy_mode"] not in KUBE_PROXY_MODES:
@@ -780,7 +682,7 @@ def _check_roles(col: _Collector, role: Mapping[str, Any], lb_mode: str, cni: st
                   "replace, which would empty the stored spec; give the ClusterConfiguration")
 
 
-def _check_operator(col: _Collector, role: Mapping[str, Any]) -> None:
+def _check_operator(col: Collector, role: Mapping[str, Any]) -> None:
     """slipway-operator's settings (roles/operator), with or without slipway_operator_enabled: playbooks/operator.yml
     deploys it on any cluster."""
     if role["operator_image_pull_policy"] not in IMAGE_PULL_POLICIES:
@@ -801,7 +703,7 @@ def _check_operator(col: _Collector, role: Mapping[str, Any]) -> None:
                       "account, the stored ClusterConfiguration); remove them")
 
 
-def _check_hardening(col: _Collector, role: Mapping[str, Any]) -> None:
+def _check_hardening(col: Collector, role: Mapping[str, Any]) -> None:
     """The audit log's limits (the CIS benchmark asks for at least 30 days, 10 files, 100 MB), the
     encryption provider and the pods' process limit."""
     for name, low in (("control_plane_audit_log_maxage", 0), ("control_plane_audit_log_maxbackup", 0),
@@ -817,7 +719,7 @@ def _check_hardening(col: _Collector, role: Mapping[str, Any]) -> None:
                   "controller, or leave it empty for the collection's policy")
 
 
-def _check_cluster_configuration_file(col: _Collector, path: str, reader: BundleReader) -> None:
+def _check_cluster_configuration_file(col: Collector, path: str, reader: BundleReader) -> None:
     """The ClusterConfiguration file the kubesphere role would read only after the cluster was made."""
     data, why = reader.yaml_file(path)
     name = "kubesphere_cluster_configuration"
@@ -832,9 +734,7 @@ def _check_cluster_configuration_file(col: _Collector, path: str, reader: Bundle
         col.error(name, f"the file {path} has a spec that is a {type(data['spec']).__name__}, not a mapping")
 
 
-def _check_kubespray(col: _Collector, given: Mapping[str, Any], effective: Mapping[str, Any]) -> list[str]:
-    from ansible_collections.slipway.cluster.plugins.module_utils import _kubespray as kubespray
-
+def _check_kubespray(col: Collector, given: Mapping[str, Any], effective: Mapping[str, Any]) -> list[str]:
     problems, accepted = kubespray.check(given, effective)
     for name, message in problems:
         col.error(name, message)
@@ -845,8 +745,6 @@ _PRERELEASE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)[-+](\S+)$")
 
 
 def _prerelease_message(text: str, match: re.Match) -> str:
-    from ansible_collections.slipway.cluster.plugins.module_utils._artifacts import KUBERNETES_RELEASES
-
     minor = f"{match.group(1)}.{match.group(2)}"
     if minor in KUBERNETES_RELEASES:
         release = f"{minor}.{KUBERNETES_RELEASES[minor]}"
@@ -857,7 +755,7 @@ def _prerelease_message(text: str, match: re.Match) -> str:
             f"installs released versions only: set a release such as {release}")
 
 
-def _check_names_of_the_cluster(col: _Collector, settings: Mapping[str, Any]) -> None:
+def _check_names_of_the_cluster(col: Collector, settings: Mapping[str, Any]) -> None:
     """The DNS domain and the cluster's name, against the limits of what takes them."""
     domain = settings["slipway_dns_domain"]
     longest = DNS_NAME_MAX - len(_SERVICE_FQDN_PREFIX)
@@ -884,7 +782,7 @@ _WHERE_TO_PUT = (f"put it in {GROUP_CONTROL_PLANE} (a control plane), {GROUP_NOD
                  f"external etcd member) or {GROUP_LB} (a vip load balancer)")
 
 
-def _check_unused_hosts(col: _Collector, groups: Mapping[str, Any], used: list[str]) -> None:
+def _check_unused_hosts(col: Collector, groups: Mapping[str, Any], used: list[str]) -> None:
     """A host of the inventory in no group the cluster uses is not silently dropped: one in no group, in kubespray's
     older groups or in a misspelt one is an error; one the user put in a group of their own only (a spare machine,
     a bastion) is a warning."""
@@ -925,9 +823,7 @@ def _check_unused_hosts(col: _Collector, groups: Mapping[str, Any], used: list[s
 def check_settings(settings: Mapping[str, Any], bundle: BundleReader | None = None) -> list[str]:
     """The settings and role variables alone, for a playbook that runs without an inventory (operator.yml and
     kubesphere.yml with a kubeconfig of the controller): raise ModelError with every problem, or return the warnings."""
-    from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY
-
-    col = _Collector()
+    col = Collector()
     _check_setting_names(col, settings)
     given = {k: v for k, v in settings.items() if v is not None}
     role = {**ROLE_DEFAULTS, **{k: v for k, v in given.items() if k in ROLE_DEFAULTS}}
@@ -953,9 +849,7 @@ def build_model(
     ``check_k8s_cluster``: the group k8s_cluster must hold every control plane and node, as the
     plays on it would otherwise run on a subset (site.yml completes it before; other playbooks do not).
     """
-    from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY
-
-    col = _Collector()
+    col = Collector()
     if exclude:
         groups = {name: [host for host in (members or []) if host not in exclude] for name, members in groups.items()}
     _check_setting_names(col, settings)
