@@ -19,7 +19,7 @@ from ansible.vars.hostvars import HostVarsVars
 from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY
 from ansible_collections.slipway.cluster.plugins.module_utils._model import build_model, check_settings
 from ansible_collections.slipway.cluster.plugins.module_utils._problems import ModelError, Problem, format_problems
-from ansible_collections.slipway.cluster.plugins.module_utils._settings import OWN_PREFIXES, OWN_VARIABLES, ROLE_DEFAULTS
+from ansible_collections.slipway.cluster.plugins.module_utils._settings import OWN_PREFIXES, OWN_VARIABLES, ROLE_VARIABLE_NAMES
 from ansible_collections.slipway.cluster.plugins.module_utils._paths import controller_path
 
 ARGUMENT_SPEC = {
@@ -135,7 +135,7 @@ class ActionModule(ActionBase):
         for key in task_vars:
             if key in OWN_VARIABLES or key.startswith(OWN_PREFIXES):
                 continue
-            if key.startswith("slipway_") or key in ROLE_DEFAULTS or key in KUBESPRAY:
+            if key.startswith("slipway_") or key in ROLE_VARIABLE_NAMES or key in KUBESPRAY:
                 settings[key] = self._value(task_vars[key])
         settings.update(validation.validated_parameters["settings"])
         bundle_dir = settings.get("slipway_artifacts_bundle_dir")
@@ -167,7 +167,7 @@ class ActionModule(ActionBase):
             variables = HostVarsVars(raw, loader=self._loader, host=host)
             host_settings[host] = {key: variables.get(key) for key in HOST_VARIABLES if variables.get(key) is not None}
             for key in raw:
-                if (key.startswith("slipway_") or key in ROLE_DEFAULTS) and key not in OWN_VARIABLES \
+                if (key.startswith("slipway_") or key in ROLE_VARIABLE_NAMES) and key not in OWN_VARIABLES \
                         and not key.startswith(OWN_PREFIXES):
                     values.setdefault(key, {}).setdefault(repr(raw[key]), []).append(host)
         for by_value in values.values():

@@ -41,8 +41,9 @@ from ansible_collections.slipway.cluster.plugins.module_utils._settings import (
     OPERATOR_OWN_KUBESPHERE_VARS,
     OWN_PREFIXES,
     OWN_VARIABLES,
-    ROLE_DEFAULTS,
+    ROLE_VARIABLE_NAMES,
     SUPPORTED_KUBERNETES_MINORS,
+    role_defaults,
 )
 
 # Kubernetes node names are RFC 1123 DNS subdomains.
@@ -826,7 +827,7 @@ def check_settings(settings: Mapping[str, Any], bundle: BundleReader | None = No
     col = Collector()
     _check_setting_names(col, settings)
     given = {k: v for k, v in settings.items() if v is not None}
-    role = {**ROLE_DEFAULTS, **{k: v for k, v in given.items() if k in ROLE_DEFAULTS}}
+    role = {**role_defaults(), **{k: v for k, v in given.items() if k in ROLE_VARIABLE_NAMES}}
     merged = {**DEFAULT_SETTINGS, **{k: v for k, v in given.items() if k in DEFAULT_SETTINGS}}
     lb_mode = _choice(col, "slipway_lb_mode", merged["slipway_lb_mode"], LB_MODES)
     cni = _choice(col, "slipway_cni", merged["slipway_cni"], CNIS)
@@ -854,7 +855,7 @@ def build_model(
         groups = {name: [host for host in (members or []) if host not in exclude] for name, members in groups.items()}
     _check_setting_names(col, settings)
     given = {k: v for k, v in settings.items() if v is not None}
-    role = {**ROLE_DEFAULTS, **{k: v for k, v in given.items() if k in ROLE_DEFAULTS}}
+    role = {**role_defaults(), **{k: v for k, v in given.items() if k in ROLE_VARIABLE_NAMES}}
     kubespray_given = {k: v for k, v in given.items() if k in KUBESPRAY}
     settings = {**DEFAULT_SETTINGS, **{k: v for k, v in given.items() if k in DEFAULT_SETTINGS}}
 

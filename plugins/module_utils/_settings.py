@@ -1,12 +1,19 @@
 # Private to the slipway.cluster collection: no compatibility promise outside it.
 """The settings schema: the cluster-wide ``slipway_*`` settings with their defaults, the role variables the model
-checks with the roles' defaults, and the values each choice accepts. Data only: the model (_model.py) checks
-an inventory against it, the argument specs and the fleet controller document and offer the same values.
+checks (their defaults read from the roles), and the values each choice accepts. The model (_model.py) checks an
+inventory against it; the argument specs and the fleet controller document and offer the same values.
 """
 
 from __future__ import annotations
 
+import copy
+import os
 from typing import Any
+
+try:
+    import yaml
+except ImportError:  # a target host's Python: the model runs on the controller, where ansible-core brings PyYAML
+    yaml = None
 
 SUPPORTED_KUBERNETES_MINORS = ("1.36", "1.37")
 LB_MODES = ("local_haproxy", "vip", "external")
@@ -50,42 +57,69 @@ DEFAULT_SETTINGS: dict[str, Any] = {
 OWN_VARIABLES = ("slipway_cluster",)
 OWN_PREFIXES = ("slipway_lab_",)
 
-# Role variables the model checks before any contact, with the roles' defaults (a unit test keeps
-# them equal to the roles' defaults/main.yml and argument specs). The roles read the same variables.
-ROLE_DEFAULTS: dict[str, Any] = {
-    "control_plane_kube_proxy_mode": "iptables",
-    "control_plane_kube_proxy_conntrack_max_per_core": "auto",
-    "control_plane_coredns_upstreams": ["/etc/resolv.conf"],
-    "control_plane_cert_sans": [],
-    "loadbalancer_haproxy_health_port": 8404,
-    "loadbalancer_keepalived_virtual_router_id": 0,
-    "loadbalancer_keepalived_auth_pass": "",
-    "cni_flannel_backend": "vxlan",
-    "cni_manifest_src": "",
-    "containerd_registry_mirrors": {},
-    "containerd_insecure_registries": [],
-    "containerd_registry_auths": {},
-    "kubesphere_cluster_configuration": {},
-    "kubesphere_cluster_configuration_merge_type": "merge",
-    "node_join_token_ttl": "15m",
-    "metrics_server_replicas": 1,
-    "metrics_server_kubelet_preferred_address_types": ["InternalIP"],
-    "control_plane_audit_log_maxage": 30,
-    "control_plane_audit_log_maxbackup": 10,
-    "control_plane_audit_log_maxsize": 100,
-    "control_plane_audit_policy_src": "",
-    "control_plane_encryption_provider": "aescbc",
-    "control_plane_kubelet_pod_pids_limit": 4096,
-    "control_plane_join_token_ttl": "15m",
-    "etcd_pki_dir": "/etc/etcd/pki",
-    "operator_image_pull_policy": "IfNotPresent",
-    "operator_replicas": 2,
-    "operator_metrics_port": 8080,
-    "operator_resync_seconds": 300,
-    "operator_debounce_seconds": 2,
-    "operator_kubesphere_vars": {},
-    "control_plane_certs_auto_renew": False,
+# Role variables the model checks before any contact, by role. Their defaults have one home, the role's
+# defaults/main.yml: role_defaults() reads them from there (the roles read the same variables).
+ROLE_VARIABLES: dict[str, tuple[str, ...]] = {
+    "control_plane": (
+        "control_plane_kube_proxy_mode",
+        "control_plane_kube_proxy_conntrack_max_per_core",
+        "control_plane_coredns_upstreams",
+        "control_plane_cert_sans",
+        "control_plane_audit_log_maxage",
+        "control_plane_audit_log_maxbackup",
+        "control_plane_audit_log_maxsize",
+        "control_plane_audit_policy_src",
+        "control_plane_encryption_provider",
+        "control_plane_kubelet_pod_pids_limit",
+        "control_plane_join_token_ttl",
+        "control_plane_certs_auto_renew",
+    ),
+    "loadbalancer": (
+        "loadbalancer_haproxy_health_port",
+        "loadbalancer_keepalived_virtual_router_id",
+        "loadbalancer_keepalived_auth_pass",
+    ),
+    "cni": ("cni_flannel_backend", "cni_manifest_src"),
+    "containerd": ("containerd_registry_mirrors", "containerd_insecure_registries", "containerd_registry_auths"),
+    "kubesphere": ("kubesphere_cluster_configuration", "kubesphere_cluster_configuration_merge_type"),
+    "node": ("node_join_token_ttl",),
+    "metrics_server": ("metrics_server_replicas", "metrics_server_kubelet_preferred_address_types"),
+    "etcd": ("etcd_pki_dir",),
+    "operator": (
+        "operator_image_pull_policy",
+        "operator_replicas",
+        "operator_metrics_port",
+        "operator_resync_seconds",
+        "operator_debounce_seconds",
+        "operator_kubesphere_vars",
+    ),
 }
+ROLE_VARIABLE_NAMES = frozenset(name for names in ROLE_VARIABLES.values() for name in names)
+# The collection's roles, next to plugins/ (a checkout, or the collection as ansible-galaxy installs it).
+ROLES_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles"))
+
+
+def role_defaults(roles_dir: str = ROLES_DIR) -> dict[str, Any]:
+    """The defaults of ROLE_VARIABLES, as each role's defaults/main.yml sets them (read once per directory)."""
+    if roles_dir not in _ROLE_DEFAULTS:
+        if yaml is None:
+            raise RuntimeError("reading the roles' defaults needs PyYAML (ansible-core's own requirement)")
+        found: dict[str, Any] = {}
+        for role, names in ROLE_VARIABLES.items():
+            path = os.path.join(roles_dir, role, "defaults", "main.yml")
+            with open(path, encoding="utf-8") as handle:
+                defaults = yaml.safe_load(handle) or {}
+            missing = [name for name in names if name not in defaults]
+            if missing:
+                raise KeyError("%s sets no default for %s" % (path, ", ".join(missing)))
+            found.update((name, defaults[name]) for name in names)
+        _ROLE_DEFAULTS[roles_dir] = found
+    return copy.deepcopy(_ROLE_DEFAULTS[roles_dir])
+
+
+_ROLE_DEFAULTS: dict[str, dict[str, Any]] = {}
+
+
 HARDENING = ("cis", "none")
 ENCRYPTION_PROVIDERS = ("aescbc", "secretbox")
 KUBE_PROXY_MODES = ("iptables", "nftables", "ipvs")
