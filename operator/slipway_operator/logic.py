@@ -152,7 +152,8 @@ def component_states(status: dict | None, catalogue) -> dict[str, dict]:
         entry = _entry(status or {}, tuple(component.status_path))
         if entry is None or entry.get("status") not in STATUSES:
             continue
-        record = entry.get("slipway") if isinstance(entry.get("slipway"), dict) else {}
+        slipway = entry.get("slipway")
+        record = slipway if isinstance(slipway, dict) else {}
         states[component.name] = {"status": entry["status"], "specHash": record.get("specHash"),
                                   "reason": record.get("reason")}
     return states

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from typing import Any
 
 import yaml
 
@@ -155,11 +156,11 @@ class ActionModule(ActionBase):
             return result
         groups = task_vars.get("groups", {})
         hostvars = task_vars.get("hostvars", {})
-        wanted = set()
+        wanted: set[str] = set()
         for group in ("kube_control_plane", "kube_node", "etcd", "loadbalancer"):
             wanted.update(groups.get(group) or [])
         host_settings = {}
-        values = {}
+        values: dict[str, Any] = {}
         for host in sorted(wanted):
             # One lookup per host: it computes all of that host's variables, as written; only the few the
             # model reads are templated.

@@ -239,7 +239,7 @@ def from_release(kubernetes_version: str, source: str, arch: str = "amd64", mirr
         binaries.append(_binary_entry(name, name, "kubernetes", url=url, checksum=f"sha256:{url}.sha256"))
     url = located(UPSTREAM["runc"].format(**values))
     binaries.append(_binary_entry("runc", "runc", "runtime", url=url, checksum="sha256:" + located(RUNC_SUMS.format(**values))))
-    archives = {}
+    archives: dict[str, dict[str, Any]] = {}
     for name in ("crictl", "cni_plugins"):
         url = located(UPSTREAM[name].format(**values))
         archives[name] = {"url": url, "checksum": f"sha256:{url}.sha256", "group": "kubernetes"}

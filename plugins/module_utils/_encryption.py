@@ -89,7 +89,7 @@ def encryption_config_keys(configs: Mapping[str, Any], names: Sequence[str],
                            new_name: str = "", new_secret: str = "") -> list[dict[str, str]]:
     """[{name, secret}] for ``names``, each secret taken from any control plane's configuration that has it, the
     new key's from ``new_secret`` when none has it yet. A name with no secret anywhere raises ValueError."""
-    secrets = {}
+    secrets: dict[str, str] = {}
     for config in configs.values():
         for key in encryption_provider(config)[1]:
             secrets.setdefault(str(key.get("name")), str(key.get("secret")))

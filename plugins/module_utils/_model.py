@@ -62,9 +62,14 @@ def parse_version(value: Any) -> tuple[int, int, int] | None:
 
 def _ip(value: Any) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
-        return ipaddress.ip_address(str(value).strip())
+        return _address(value)
     except ValueError:
         return None
+
+
+def _address(value: Any) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """An address checked already (the nodes' addresses): raises ValueError when it is none."""
+    return ipaddress.ip_address(str(value).strip())
 
 
 # One DNS label (RFC 1123), lowercase: what Kubernetes and certificates take.
@@ -201,13 +206,15 @@ def _choice(col: Collector, var: str, value: Any, choices: tuple[str, ...]) -> s
 def _node_address(col: Collector, host: str, hostvars: Mapping[str, Any]) -> str:
     """The address Kubernetes binds to: ``ip``, else ``ansible_host`` when it is an IP."""
     if hostvars.get("ip"):
-        if _ip(hostvars["ip"]) is None:
+        address = _ip(hostvars["ip"])
+        if address is None:
             col.error(f"host {host}", f"ip '{hostvars['ip']}' is not an IP address; set ip: to the node's IPv4 address")
             return ""
-        return _usable_address(col, host, "ip", _ip(hostvars["ip"]))
+        return _usable_address(col, host, "ip", address)
     ansible_host = hostvars.get("ansible_host")
-    if ansible_host and _ip(ansible_host) is not None:
-        return _usable_address(col, host, "ansible_host", _ip(ansible_host))
+    address = _ip(ansible_host) if ansible_host else None
+    if address is not None:
+        return _usable_address(col, host, "ansible_host", address)
     if ansible_host:
         col.error(
             f"host {host}",
@@ -297,7 +304,7 @@ def _check_networks(col, pod, service, node_mask, addresses, node_count, vip):
         col.error("slipway_pod_cidr", f"{pod} overlaps slipway_service_cidr {service}; choose ranges that do not overlap")
     # Single-stack clusters: the networks and the nodes' addresses are of one address family. Every setting
     # of the wrong family is named, not only the first.
-    node_families = {_ip(address).version for address in addresses.values() if address}
+    node_families = {_address(address).version for address in addresses.values() if address}
     if len(node_families) == 1:
         nodes_family = node_families.pop()
         examples = {("slipway_pod_cidr", 4): "10.233.64.0/18", ("slipway_pod_cidr", 6): "fd00:10:233::/56",
@@ -312,7 +319,7 @@ def _check_networks(col, pod, service, node_mask, addresses, node_count, vip):
         col.error("slipway_service_cidr", f"{service} is IPv{service.version} but slipway_pod_cidr {pod} is IPv{pod.version}; "
                   "a single-stack cluster uses one address family: choose both of the nodes' family")
     family = service.version if service is not None else pod.version if pod is not None else None
-    other = sorted(host for host, address in addresses.items() if address and family and _ip(address).version != family)
+    other = sorted(host for host, address in addresses.items() if address and family and _address(address).version != family)
     if other:
         col.error("slipway_service_cidr" if service is not None else "slipway_pod_cidr",
                   f"is IPv{family} but the address of host {', '.join(other)} is not; a single-stack cluster uses one "
@@ -413,8 +420,8 @@ def _endpoint(col, mode, settings, control_planes, addresses, lb_hosts):
         elif _ip(host) is None and dns_name_problem(host):
             col.error("slipway_control_plane_endpoint", f"'{host[:80]}' is neither an IP address nor a DNS name: it "
                       f"{dns_name_problem(host)}; set your load balancer's address[:port], e.g. lb.example.com:6443")
-        elif _ip(host) is not None and address_problem(_ip(host)):
-            col.error("slipway_control_plane_endpoint", f"{_ip(host)} {address_problem(_ip(host))}; set your load "
+        elif (endpoint_ip := _ip(host)) is not None and address_problem(endpoint_ip):
+            col.error("slipway_control_plane_endpoint", f"{endpoint_ip} {address_problem(endpoint_ip)}; set your load "
                       "balancer's own address[:port]")
         if port is None:
             col.error("slipway_control_plane_endpoint", f"'{raw}' has an invalid port; use ADDRESS or ADDRESS:PORT")
@@ -673,7 +680,7 @@ def _check_roles(col: Collector, role: Mapping[str, Any], lb_mode: str, cni: str
     if not isinstance(configuration, (Mapping, str)):
         col.error("kubesphere_cluster_configuration", f"is a {type(configuration).__name__}; set a mapping (a "
                   "ClusterConfiguration or its spec) or the path of a YAML file on the controller")
-    if kubesphere and isinstance(configuration, str) and configuration and hasattr(reader, "yaml_file"):
+    if kubesphere and isinstance(configuration, str) and configuration and reader is not None and hasattr(reader, "yaml_file"):
         _check_cluster_configuration_file(col, configuration, reader)
     if merge_type not in MERGE_TYPES:
         col.error("kubesphere_cluster_configuration_merge_type", f"unknown value '{merge_type}'; set one of: "

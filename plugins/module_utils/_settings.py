@@ -13,7 +13,9 @@ from typing import Any
 try:
     import yaml
 except ImportError:  # a target host's Python: the model runs on the controller, where ansible-core brings PyYAML
-    yaml = None
+    HAS_YAML = False
+else:
+    HAS_YAML = True
 
 SUPPORTED_KUBERNETES_MINORS = ("1.36", "1.37")
 LB_MODES = ("local_haproxy", "vip", "external")
@@ -102,7 +104,7 @@ ROLES_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file
 def role_defaults(roles_dir: str = ROLES_DIR) -> dict[str, Any]:
     """The defaults of ROLE_VARIABLES, as each role's defaults/main.yml sets them (read once per directory)."""
     if roles_dir not in _ROLE_DEFAULTS:
-        if yaml is None:
+        if not HAS_YAML:
             raise RuntimeError("reading the roles' defaults needs PyYAML (ansible-core's own requirement)")
         found: dict[str, Any] = {}
         for role, names in ROLE_VARIABLES.items():

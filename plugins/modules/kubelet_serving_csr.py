@@ -116,6 +116,7 @@ refused:
 import copy
 import json
 import time
+from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -203,8 +204,8 @@ def main():
     except ValueError:
         pass
     api = CsrApi(dynamic_client(api_client_or_fail(module)))
-    result = {"changed": False, "approved": [], "refused": []}
-    satisfied = set()
+    result: dict[str, Any] = {"changed": False, "approved": [], "refused": []}
+    satisfied: set[str] = set()
     deadline = time.monotonic() + max(module.params["timeout"], 0)
     try:
         while True:
