@@ -223,7 +223,8 @@ class Controller:  # pylint: disable=too-many-instance-attributes
             return
         now = datetime.datetime.now(datetime.timezone.utc).isoformat()
         # The client takes the Event as a plain dict (it serializes dicts as they are).
-        body: Any = {"apiVersion": "v1", "kind": "Event",
+        body: Any
+        body = {"apiVersion": "v1", "kind": "Event",
                 "metadata": {"generateName": meta["name"] + ".", "namespace": meta["namespace"]},
                 "involvedObject": {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": meta["name"],
                                    "namespace": meta["namespace"], "uid": meta["uid"],

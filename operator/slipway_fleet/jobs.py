@@ -68,7 +68,8 @@ def operation_name(cluster: str, op_type: str, generation: int, salt: str = "") 
 
 def operation(cluster_obj: dict, op_type: str, hosts: list[str], generation: int, name: str,
               kubernetes_version: str = "") -> dict:
-    body: dict[str, Any] = {"apiVersion": fleet.API_VERSION, "kind": "SlipwayOperation",
+    body: dict[str, Any]
+    body = {"apiVersion": fleet.API_VERSION, "kind": "SlipwayOperation",
             "metadata": {"name": name, "namespace": cluster_obj["metadata"]["namespace"],
                          "labels": {LABEL_CLUSTER: cluster_obj["metadata"]["name"],
                                     "app.kubernetes.io/managed-by": MANAGED_BY},

@@ -197,7 +197,8 @@ class Reconciler:
         now = datetime.datetime.now(datetime.timezone.utc)
         meta = obj["metadata"]
         # The client takes the Event as a plain dict (it serializes dicts as they are).
-        body: Any = {"apiVersion": "v1", "kind": "Event",
+        body: Any
+        body = {"apiVersion": "v1", "kind": "Event",
                 "metadata": {"generateName": meta["name"] + ".", "namespace": meta["namespace"]},
                 "involvedObject": {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ClusterConfiguration",
                                    "name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"],

@@ -25,7 +25,8 @@ try:
     from kubernetes import config as k8s_config
     from kubernetes.config.config_exception import ConfigException
     from kubernetes.dynamic import DynamicClient
-    from kubernetes.dynamic.exceptions import DynamicApiError
+    # The connection's errors, which the resource APIs built on it catch.
+    from kubernetes.dynamic.exceptions import DynamicApiError  # pylint: disable=unused-import
 except ImportError:
     K8S_IMPORT_ERROR = traceback.format_exc()
     HAS_K8S = False
@@ -39,7 +40,7 @@ else:
     HAS_K8S = True
 
 try:
-    from urllib3.exceptions import HTTPError as Urllib3Error
+    from urllib3.exceptions import HTTPError as Urllib3Error  # pylint: disable=unused-import
 except ImportError:
     class Urllib3Error(Exception):  # type: ignore[no-redef]
         """Stands in when urllib3 is missing."""

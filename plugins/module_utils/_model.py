@@ -52,7 +52,6 @@ _HOSTNAME = _NODE_NAME
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 
 
-
 def parse_version(value: Any) -> tuple[int, int, int] | None:
     match = _VERSION.match(str(value).strip())
     if not match:

@@ -57,7 +57,7 @@ def write_pem(path, cert=None, key=None):
 
 @pytest.fixture(name="pki")
 def fixture_pki(tmp_path):
-    ca_key, other_key, kubelet_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
+    ca_key, other_key, kubelet_key = (ec.generate_private_key(ec.SECP256R1()) for _key in range(3))
     ca = certificate("cluster-ca", ca_key, "cluster-ca", ca_key, ca=True)
     other = certificate("other-ca", other_key, "other-ca", other_key, ca=True)
     return {
