@@ -576,14 +576,14 @@ def test_the_preflight_argument_spec_documents_every_setting_with_the_models_def
     ("preflight", "slipway_hardening", "HARDENING"),
 ])
 def test_the_argument_specs_choices_are_the_models(role, option, choices):
-    from ansible_collections.slipway.cluster.plugins.module_utils import _model
+    from ansible_collections.slipway.cluster.plugins.module_utils import _settings
 
     spec = _yaml(f"roles/{role}/meta/argument_specs.yml")["argument_specs"]["main"]["options"][option]
-    assert tuple(spec["choices"]) == getattr(_model, choices)
+    assert tuple(spec["choices"]) == getattr(_settings, choices)
 
 
 def test_the_kubelet_address_types_argument_spec_offers_the_models():
-    from ansible_collections.slipway.cluster.plugins.module_utils._model import KUBELET_ADDRESS_TYPES
+    from ansible_collections.slipway.cluster.plugins.module_utils._settings import KUBELET_ADDRESS_TYPES
 
     spec = _yaml("roles/metrics_server/meta/argument_specs.yml")["argument_specs"]["main"]["options"]
     assert tuple(spec["metrics_server_kubelet_preferred_address_types"]["choices"]) == KUBELET_ADDRESS_TYPES
