@@ -15,7 +15,7 @@ author:
 description:
   - Reads a tar file whose members are image archives (each one a file that C(ctr images import) reads, such as the
     bundle's C(images/*.tar)) and streams each member to C(ctr images import -), without unpacking it on disk.
-  - One task instead of a copy, an import and a removal per image; the lookup P(slipway.cluster.image_pack#lookup)
+  - One task instead of a copy, an import and a removal per image; the lookup P(slipway.cluster.pack#lookup)
     makes such a file on the controller.
   - Removes the tar file once every member is imported, so a node keeps no copy of the images besides containerd's.
     When an import fails, the file is kept, and a rerun with the same file imports what is still missing.
@@ -55,7 +55,7 @@ notes:
 EXAMPLES = r"""
 - name: Copy the missing images in one file
   ansible.builtin.copy:
-    src: "{{ lookup('slipway.cluster.image_pack', missing_images) }}"
+    src: "{{ lookup('slipway.cluster.pack', missing_images, member_suffix='.tar') }}"
     dest: /var/lib/slipway/images/images.tar
     mode: "0600"
 

@@ -1,4 +1,4 @@
-# Unit tests of the image_pack lookup on real files: one tar of the archives, made once per set of images, complete
+# Unit tests of the pack lookup on real files: one tar of the archives, made once per set of images, complete
 # or not there, and old ones pruned.
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from ansible.errors import AnsibleLookupError
 
-from ansible_collections.slipway.cluster.plugins.lookup import image_pack
+from ansible_collections.slipway.cluster.plugins.lookup import pack
 
 
 @pytest.fixture(name="images")
@@ -24,8 +24,8 @@ def fixture_images(tmp_path):
     return found
 
 
-def run(terms, cache_dir, keep_hours=24):
-    return [image_pack.make_pack(image_pack.archives(terms), str(cache_dir), keep_hours)]
+def run(terms, cache_dir, keep_hours=24, suffix=".tar"):
+    return [pack.make_pack(pack.archives(terms), str(cache_dir), keep_hours, suffix)]
 
 
 def test_one_tar_holds_every_archive_by_name(tmp_path, images):
@@ -69,7 +69,7 @@ def test_a_failed_pack_leaves_no_file_behind(tmp_path, images):
 
 
 @pytest.mark.parametrize("terms, message", [
-    ([], "no image"),
+    ([], "no file"),
     (["pause"], "mappings"),
     ([{"key": "pause", "value": {"src": "/x"}}], "name, src and sha256"),
     ([{"name": "a", "src": "/a", "sha256": "1"}, {"name": "a", "src": "/b", "sha256": "2"}], "twice"),
@@ -81,9 +81,19 @@ def test_bad_terms_are_refused(tmp_path, terms, message):
 
 def test_plain_mappings_are_taken_too(tmp_path, images):
     plain = [{"name": i["key"], "src": i["value"]["src"], "sha256": i["value"]["sha256"]} for i in images]
-    assert run(plain, tmp_path / "a")[0].endswith(image_pack.pack_name(image_pack.archives(images)))
+    assert run(plain, tmp_path / "a")[0].endswith(pack.pack_name(pack.archives(images), ".tar"))
+    [bare] = run(plain, tmp_path / "b", suffix="")
+    with tarfile.open(bare) as tar:
+        assert tar.getnames() == ["kube-apiserver", "pause"]
+
+
+def test_binaries_are_named_by_their_sha256(tmp_path, images):
+    binaries = [{"name": "kubeadm", "dest": "/usr/local/bin/kubeadm", "src": images[0]["value"]["src"], "sha256": "ab" * 32}]
+    [path] = [pack.make_pack(pack.archives(binaries, "sha256"), str(tmp_path / "c"))]
+    with tarfile.open(path) as tar:
+        assert tar.getnames() == ["ab" * 32]
 
 
 def test_the_cache_is_the_users(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert image_pack.default_cache_dir() == str(tmp_path / "slipway" / "image-packs")
+    assert pack.default_cache_dir() == str(tmp_path / "slipway" / "packs")
