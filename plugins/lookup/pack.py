@@ -91,7 +91,8 @@ def archives(terms: list, names_from: str = "name") -> list:
     for term in terms:
         if not isinstance(term, dict):
             raise AnsibleLookupError(f"pack takes mappings of the files to pack, not {term!r}")
-        value = term.get("value") if isinstance(term.get("value"), dict) else term
+        inner = term.get("value")
+        value: dict = inner if isinstance(inner, dict) else term
         name = term.get("key", term.get("name"))
         src, sha256 = value.get("src"), value.get("sha256")
         if not (name and src and sha256):

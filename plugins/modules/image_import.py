@@ -89,6 +89,8 @@ import os
 import re
 import subprocess
 import tarfile
+import tempfile
+from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -98,7 +100,8 @@ _UNPACKED = re.compile(r"^unpacking (\S+) \(")
 
 def members(path: str) -> tuple[list, list]:
     """(image archives, other members) of the tar file, in its order."""
-    images, others = [], []
+    images: list[str] = []
+    others: list[str] = []
     with tarfile.open(path, mode="r:") as outer:
         for member in outer.getmembers():
             if not member.isfile():
@@ -112,24 +115,33 @@ def import_member(module: AnsibleModule, outer: tarfile.TarFile, member: tarfile
     source = outer.extractfile(member)
     if source is None:
         module.fail_json(msg=f"{member.name} in {module.params['src']} cannot be read")
-    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        return []
+    # ctr's output goes to files, not pipes: nothing it writes can block it while it is fed.
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file, \
+            subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out_file, stderr=err_file) as proc:
+        stdin = proc.stdin
+        if stdin is None:
+            module.fail_json(msg="ctr's standard input could not be opened")
+            return []
         try:
             for block in iter(lambda: source.read(1 << 20), b""):
-                proc.stdin.write(block)
+                stdin.write(block)
         except BrokenPipeError:
             pass
         finally:
-            proc.stdin.close()
-        out = proc.stdout.read().decode("utf-8", "replace")
-        err = proc.stderr.read().decode("utf-8", "replace")
+            stdin.close()
         proc.wait()
+        out_file.seek(0)
+        err_file.seek(0)
+        out = out_file.read().decode("utf-8", "replace")
+        err = err_file.read().decode("utf-8", "replace")
     if proc.returncode != 0:
         module.fail_json(msg=f"ctr could not import {member.name} of {module.params['src']}: {err.strip() or out.strip()}",
                          rc=proc.returncode, stdout=out, stderr=err)
     return [match.group(1) for match in (_UNPACKED.match(line) for line in out.splitlines()) if match]
 
 
-def run(module: AnsibleModule) -> dict:
+def run(module: AnsibleModule) -> dict[str, Any]:
     params = module.params
     src = params["src"]
     if not os.path.isfile(src):
@@ -142,14 +154,15 @@ def run(module: AnsibleModule) -> dict:
         images, others = members(src)
     except tarfile.TarError as err:
         module.fail_json(msg=f"{src} is not a readable tar file ({err}); copy it again")
-    result = {"changed": bool(images), "imported": images, "refs": [], "skipped": others}
+    refs: list[str] = []
+    result: dict[str, Any] = {"changed": bool(images), "imported": images, "refs": refs, "skipped": others}
     if module.check_mode:
         return result
     ctr = params["ctr"] if os.sep in params["ctr"] else module.get_bin_path(params["ctr"], required=True)
     argv = [ctr, "--address", params["address"], "--namespace", params["namespace"], "images", "import", "-"]
     with tarfile.open(src, mode="r:") as outer:
         for name in images:
-            result["refs"].extend(import_member(module, outer, outer.getmember(name), argv))
+            refs.extend(import_member(module, outer, outer.getmember(name), argv))
     if params["remove"]:
         os.unlink(src)
         result["changed"] = True

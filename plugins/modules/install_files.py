@@ -86,11 +86,12 @@ import os
 import pwd
 import tarfile
 import tempfile
+from typing import IO, Any
 
 from ansible.module_utils.basic import AnsibleModule
 
 
-def _copy(source, dest: str, sha256: str, mode: int, uid: int, gid: int) -> str | None:
+def _copy(source: IO[bytes], dest: str, sha256: str, mode: int, uid: int, gid: int) -> str | None:
     """Write source to a temporary file beside dest and rename it over dest; the sha256 it had when it differs."""
     digest = hashlib.sha256()
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(dest), prefix=f".{os.path.basename(dest)}.")
@@ -121,7 +122,35 @@ def _ids(module: AnsibleModule) -> tuple[int, int]:
     return uid, gid
 
 
-def run(module: AnsibleModule) -> dict:
+def _source(module: AnsibleModule, entry: dict, opened: dict) -> IO[bytes]:
+    """The content to install for entry: its staged copy when known intact, else its member of the pack."""
+    params = module.params
+    if params["staged_dir"] and entry["sha256"] in params["staged"]:
+        staged = os.path.join(params["staged_dir"], entry["sha256"])
+        try:
+            return open(staged, "rb")  # pylint: disable=consider-using-with
+        except OSError as err:
+            module.fail_json(msg=f"the staged copy {staged} for {entry['dest']} cannot be read: {err}")
+            raise
+    if not params["pack"]:
+        module.fail_json(msg=f"{entry['dest']}: {entry['sha256']} is neither staged nor in a pack")
+    if "pack" not in opened:
+        try:
+            opened["pack"] = tarfile.open(params["pack"], mode="r:")  # pylint: disable=consider-using-with
+        except (OSError, tarfile.TarError) as err:
+            module.fail_json(msg=f"{params['pack']} cannot be read as a tar file ({err}); copy it again")
+            raise
+    try:
+        source = opened["pack"].extractfile(entry["sha256"])
+    except KeyError:
+        source = None
+    if source is None:
+        module.fail_json(msg=f"{params['pack']} has no file {entry['sha256']} for {entry['dest']}")
+        raise KeyError(entry["sha256"])
+    return source
+
+
+def run(module: AnsibleModule) -> dict[str, Any]:
     params = module.params
     files = params["files"]
     for entry in files:
@@ -131,38 +160,18 @@ def run(module: AnsibleModule) -> dict:
     if module.check_mode or not files:
         return result
     uid, gid = _ids(module)
-    outer = None
+    opened: dict[str, tarfile.TarFile] = {}
     try:
         for entry in files:
             mode = int(str(entry.get("mode") or "0755"), 8)
-            staged = os.path.join(params["staged_dir"] or "", entry["sha256"])
-            if params["staged_dir"] and entry["sha256"] in params["staged"]:
-                try:
-                    source = open(staged, "rb")  # pylint: disable=consider-using-with
-                except OSError as err:
-                    module.fail_json(msg=f"the staged copy {staged} for {entry['dest']} cannot be read: {err}")
-            else:
-                if not params["pack"]:
-                    module.fail_json(msg=f"{entry['dest']}: {entry['sha256']} is neither staged nor in a pack")
-                if outer is None:
-                    try:
-                        outer = tarfile.open(params["pack"], mode="r:")  # pylint: disable=consider-using-with
-                    except (OSError, tarfile.TarError) as err:
-                        module.fail_json(msg=f"{params['pack']} cannot be read as a tar file ({err}); copy it again")
-                try:
-                    source = outer.extractfile(entry["sha256"])
-                except KeyError:
-                    source = None
-                if source is None:
-                    module.fail_json(msg=f"{params['pack']} has no file {entry['sha256']} for {entry['dest']}")
-            with source:
+            with _source(module, entry, opened) as source:
                 wrong = _copy(source, entry["dest"], entry["sha256"], mode, uid, gid)
             if wrong:
                 module.fail_json(msg=f"{entry['dest']} was not installed: its content has sha256 {wrong}, not "
                                      f"{entry['sha256']}; copy it again", installed=[])
     finally:
-        if outer is not None:
-            outer.close()
+        for tar in opened.values():
+            tar.close()
     if params["pack"] and params["remove_pack"] and os.path.exists(params["pack"]):
         os.unlink(params["pack"])
     return result
