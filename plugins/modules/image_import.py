@@ -14,7 +14,8 @@ author:
   - slipway.cluster developers (@slipway)
 description:
   - Reads a tar file whose members are image archives (each one a file that C(ctr images import) reads, such as the
-    bundle's C(images/*.tar)) and streams each member to C(ctr images import -), without unpacking it on disk.
+    bundle's C(images/*.tar)) and imports each member with C(ctr images import), written beside the tar file only
+    while it is imported.
   - One task instead of a copy, an import and a removal per image; the lookup P(slipway.cluster.pack#lookup)
     makes such a file on the controller.
   - Removes the tar file once every member is imported, so a node keeps no copy of the images besides containerd's.
@@ -48,6 +49,7 @@ attributes:
         copy before it did not run in check mode), reports a change without naming the archives.
   diff_mode:
     support: none
+    description: Images have no text to compare.
 notes:
   - A member whose name does not end in C(.tar) is skipped and named in RV(skipped).
 """
@@ -87,7 +89,6 @@ skipped:
 
 import os
 import re
-import subprocess
 import tarfile
 import tempfile
 from typing import Any
@@ -111,33 +112,22 @@ def members(path: str) -> tuple[list, list]:
 
 
 def import_member(module: AnsibleModule, outer: tarfile.TarFile, member: tarfile.TarInfo, argv: list) -> list:
-    """Stream one member to ctr's standard input; the references it unpacked."""
+    """Write one member beside the tar file, import it with ctr and remove it; the references ctr unpacked."""
     source = outer.extractfile(member)
     if source is None:
         module.fail_json(msg=f"{member.name} in {module.params['src']} cannot be read")
         return []
-    # ctr's output goes to files, not pipes: nothing it writes can block it while it is fed.
-    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file, \
-            subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out_file, stderr=err_file) as proc:
-        stdin = proc.stdin
-        if stdin is None:
-            module.fail_json(msg="ctr's standard input could not be opened")
-            return []
-        try:
+    fd, path = tempfile.mkstemp(dir=os.path.dirname(module.params["src"]), prefix=".import-", suffix=".tar")
+    try:
+        with os.fdopen(fd, "wb") as handle:
             for block in iter(lambda: source.read(1 << 20), b""):
-                stdin.write(block)
-        except BrokenPipeError:
-            pass
-        finally:
-            stdin.close()
-        proc.wait()
-        out_file.seek(0)
-        err_file.seek(0)
-        out = out_file.read().decode("utf-8", "replace")
-        err = err_file.read().decode("utf-8", "replace")
-    if proc.returncode != 0:
+                handle.write(block)
+        rc, out, err = module.run_command(argv + [path])
+    finally:
+        os.unlink(path)
+    if rc != 0:
         module.fail_json(msg=f"ctr could not import {member.name} of {module.params['src']}: {err.strip() or out.strip()}",
-                         rc=proc.returncode, stdout=out, stderr=err)
+                         rc=rc, stdout=out, stderr=err)
     return [match.group(1) for match in (_UNPACKED.match(line) for line in out.splitlines()) if match]
 
 
@@ -159,7 +149,7 @@ def run(module: AnsibleModule) -> dict[str, Any]:
     if module.check_mode:
         return result
     ctr = params["ctr"] if os.sep in params["ctr"] else module.get_bin_path(params["ctr"], required=True)
-    argv = [ctr, "--address", params["address"], "--namespace", params["namespace"], "images", "import", "-"]
+    argv = [ctr, "--address", params["address"], "--namespace", params["namespace"], "images", "import"]
     with tarfile.open(src, mode="r:") as outer:
         for name in images:
             refs.extend(import_member(module, outer, outer.getmember(name), argv))

@@ -59,6 +59,7 @@ attributes:
     description: Reports the files that would be installed and changes nothing.
   diff_mode:
     support: none
+    description: Binaries have no text to compare.
 """
 
 EXAMPLES = r"""
