@@ -77,12 +77,13 @@ import time
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
+from ansible_collections.slipway.cluster.plugins.module_utils._paths import controller_cache_dir
+
 _SUFFIX = ".pack.tar"
 
 
 def default_cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "slipway", "packs")
+    return os.path.join(controller_cache_dir(), "packs")
 
 
 def archives(terms: list, names_from: str = "name") -> list:

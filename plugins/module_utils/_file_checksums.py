@@ -20,13 +20,14 @@ import json
 import os
 import tempfile
 
+from ansible_collections.slipway.cluster.plugins.module_utils._paths import controller_cache_dir
+
 # Entries of files that are gone are dropped when the cache holds more than this many.
 _MAX_ENTRIES = 20000
 
 
 def default_cache_path() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "slipway", "file-sha256.json")
+    return os.path.join(controller_cache_dir(), "file-sha256.json")
 
 
 def _identity(stat: os.stat_result) -> list:
