@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Any
 
@@ -17,6 +16,7 @@ from ansible.module_utils.urls import open_url
 from ansible.plugins.action import ActionBase
 from ansible.vars.hostvars import HostVarsVars
 
+from ansible_collections.slipway.cluster.plugins.module_utils._file_checksums import ChecksumCache, default_cache_path
 from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY
 from ansible_collections.slipway.cluster.plugins.module_utils._model import build_model, check_settings
 from ansible_collections.slipway.cluster.plugins.module_utils._problems import ModelError, Problem, format_problems
@@ -34,8 +34,10 @@ ARGUMENT_SPEC = {
 class LocalBundle:
     """Reads a bundle directory, and files the settings name, on the controller for the model."""
 
-    def __init__(self, find=None):
+    def __init__(self, find=None, checksums=None):
         self._find = find
+        # The bundle's files are hashed again only when they changed (module_utils/_file_checksums.py).
+        self._checksums = checksums if checksums is not None else ChecksumCache(default_cache_path())
 
     def manifest(self, bundle_dir):
         path = os.path.join(bundle_dir, "manifest.yml")
@@ -45,13 +47,10 @@ class LocalBundle:
             return yaml.safe_load(handle)
 
     def checksum(self, path):
-        if not os.path.isfile(path):
-            return None
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        return digest.hexdigest()
+        return self._checksums.sha256(path)
+
+    def save(self):
+        self._checksums.save()
 
     def yaml_file(self, path):
         here = controller_path(path)
@@ -150,6 +149,8 @@ class ActionModule(ActionBase):
                 warnings = check_settings(settings, bundle=bundle)
             except ModelError as err:
                 return self._failed(result, err.problems, "The settings have")
+            finally:
+                bundle.save()
             for warning in warnings:
                 self._display.warning(warning)
             result["changed"] = False
@@ -181,6 +182,8 @@ class ActionModule(ActionBase):
                                 exclude=validation.validated_parameters["exclude"], check_k8s_cluster=True)
         except ModelError as err:
             return self._failed(result, per_host + err.problems)
+        finally:
+            bundle.save()
         if per_host:
             return self._failed(result, per_host)
         result["changed"] = False
