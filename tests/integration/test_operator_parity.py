@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, run
-from kube_apiserver import BUNDLE_DIR, fixture_kube_api, free_port  # noqa: F401  pylint: disable=unused-import  # its API server, for this module
+from kube_apiserver import BUNDLE_DIR, fixture_kube_api, free_port  # pylint: disable=unused-import  # its API server, for this module
 from test_cluster_configuration_api import CC_PATH, ansible_env, remove_crd, run_role, wait_for
 from test_operator import metrics, service_account_kubeconfig
 

@@ -48,10 +48,10 @@ def builder_sources():
 
 def make_backend(name, kubernetes_version, cache_dir, out=sys.stdout):
     if name == "source":
-        from .source import SourceBackend  # noqa: PLC0415
+        from .source import SourceBackend
         return SourceBackend(kubernetes_version, cache_dir, out)
     if name == "download":
-        from .download import DownloadBackend  # noqa: PLC0415
+        from .download import DownloadBackend
         return DownloadBackend(kubernetes_version, cache_dir, out)
     raise ValueError("unknown backend %r (choose from %s)" % (name, ", ".join(BACKENDS)))
 

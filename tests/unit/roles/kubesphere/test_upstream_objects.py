@@ -76,7 +76,7 @@ def render(component: str, what: str = "_kubesphere_docs") -> list[dict]:
     variables = _role_variables()
     spec = SPECS.get(component, {})
     variables.update({
-        "__kubesphere_plan": {"spec": spec, "plan": [{"name": name, "enabled": True} for name in ("core", component)]},
+        "kubesphere_plan": {"spec": spec, "plan": [{"name": name, "enabled": True} for name in ("core", component)]},
         "__kubesphere_control_planes": {"resources": [{"metadata": {"name": "cp1"}}]},
         "_kubesphere_jwt_secret": "unit-test-jwt-secret",
         "_kubesphere_entry": {"name": component},
