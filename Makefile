@@ -33,7 +33,7 @@ SCENARIOS   ?= lifecycle upgrade vip kubesphere loadbalancer loadbalancer_local 
 TEST_LANES  ?= 2
 SCENARIO    ?= preinstall
 
-.PHONY: help deps venv collection bundle lab-bundle bundle-verify lab lab-down lab-status bench bench-scale bench-upgrade bench-operator bench-preflight compare audit lint sanity units integration molecule test clean
+.PHONY: help deps venv collection bundle lab-bundle bundle-verify lab lab-down lab-status bench bench-scale bench-upgrade bench-operator bench-preflight compare audit lint typecheck sanity units integration molecule test clean
 
 help:
 	@echo "make lab        bring up the podman lab and run site.yml on it"
@@ -44,7 +44,7 @@ help:
 	@echo "make bench-operator  slipway-operator on a single-node cluster: kubectl patch -> status enabled, a no-op reconcile"
 	@echo "make compare    slipway and kubespray side by side: the same 5-node cluster, six steps each, one table"
 	@echo "make audit      kube-bench itself (cis-1.12, built from its Go module) on the lab cluster's nodes"
-	@echo "make lint | sanity | units | integration | molecule SCENARIO=name | lab-down | lab-status"
+	@echo "make lint | typecheck | sanity | units | integration | molecule SCENARIO=name | lab-down | lab-status"
 
 # System packages (Debian 12). Installed only when something is missing.
 deps:
@@ -92,6 +92,9 @@ lab: deps venv collection lab-bundle
 	@echo "kubectl from the bundle, with the admin kubeconfig site.yml put next to the inventory:"
 	@echo "  KUBECONFIG=$(patsubst $(ROOT)/%,%,$(dir $(LAB_INVENTORY)))artifacts/admin.conf $(patsubst $(ROOT)/%,%,$(BUNDLE_DIR))/bin/kubectl get nodes"
 	@KUBECONFIG=$(dir $(LAB_INVENTORY))artifacts/admin.conf $(BUNDLE_DIR)/bin/kubectl get nodes
+	@$(if $(call LAB_ON,slipway_kubesphere_enabled),KUBECONFIG=$(dir $(LAB_INVENTORY))artifacts/admin.conf; export KUBECONFIG; \
+	  echo; echo "KubeSphere console: http://$$($(BUNDLE_DIR)/bin/kubectl get nodes -o jsonpath='{.items[0].status.addresses[?(@.type=="InternalIP")].address}'):30880 (user admin; its password below)"; \
+	  echo "  KUBECONFIG=$(patsubst $(ROOT)/%,%,$(dir $(LAB_INVENTORY)))artifacts/admin.conf $(patsubst $(ROOT)/%,%,$(BUNDLE_DIR))/bin/kubectl -n kubesphere-system get secret kubesphere-admin -o jsonpath='{.data.password}' | base64 -d",)
 
 # A fresh lab cluster of LAB_NODES named BENCH_CLUSTER, site.yml twice, figures for docs/performance.md.
 # The cluster is removed afterwards unless BENCH_KEEP=1.
@@ -151,6 +154,14 @@ lab-status:
 
 lint: venv collection
 	@$(SUITE) ansible-lint -- $(BIN)/ansible-lint
+
+# mypy (.config/mypy.ini) on the collection's plugins, named as Ansible imports them (through the collection link),
+# the operator and fleet controller, and the tools, named as they import each other.
+TYPECHECK_PATH    := $(COLLECTIONS):$(ROOT)/operator:$(ROOT)/tools:$(ROOT)/tools/bundle
+TYPECHECK_TARGETS := -p ansible_collections.slipway.cluster.plugins -p slipway_operator -p slipway_fleet -p bundler \
+  -p compare -m bench -m bench_operator -m bench_preflight -m doc_commands -m kube_bench -m build
+typecheck: venv collection
+	@cd $(ROOT) && $(SUITE) typecheck -- env MYPYPATH=$(TYPECHECK_PATH) $(BIN)/mypy --config-file .config/mypy.ini $(TYPECHECK_TARGETS)
 
 sanity: venv
 	@$(SUITE) sanity -- $(ROOT)/tests/ansible-test.sh sanity

@@ -461,7 +461,7 @@ def wait_for_ssh(ip: str, timeout: float = SSH_TIMEOUT) -> None:
 # data in an emptyDir. --vars given for the same keys win.
 LAB_KUBESPHERE_VARS: dict[str, Any] = {
     "kubesphere_image_pull_policy": "Never",
-    "kubesphere_wait": ["metrics_server", "monitoring", "alerting"],
+    "kubesphere_wait": ["metrics_server", "monitoring", "alerting", "core"],
     "kubesphere_cluster_configuration": {"spec": {"monitoring": {"prometheus": {"volumeSize": ""}}}},
 }
 

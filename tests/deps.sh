@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Install the Debian packages the lab and the tests need, only when one is missing.
 set -euo pipefail
-packages=(podman runc debootstrap busybox-static openssh-client rsync git libseccomp-dev)
+# chromium: the kubesphere scenario opens the console in it (headless).
+packages=(podman runc debootstrap busybox-static openssh-client rsync git libseccomp-dev chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js and npm build KubeSphere's console (the bundle); any Node.js from 18 on does (NodeSource's brings its npm).
+command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
   echo "error: missing Debian packages (${missing[*]}); run as root or: sudo apt-get install -y ${missing[*]}" >&2

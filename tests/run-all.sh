@@ -4,8 +4,8 @@
 # module downloads, so it overlaps well with lint, sanity and the unit tests, which use the CPU.
 # The suites that need it (integration, Molecule) run in TEST_LANES parallel lanes. On 2 cores the
 # lanes share a saturated CPU (docs/performance.md: most of it inside the lab's control planes), so
-# a second lane mostly balances long and short suites; a third would not help. Lane 1 runs lint, sanity, the unit
-# and tools tests, then the integration tests; the other lanes start on the scenarios as soon as
+# a second lane mostly balances long and short suites; a third would not help. Lane 1 runs lint, typecheck
+# (mypy), sanity, the unit and tools tests, then the integration tests; the other lanes start on the scenarios as soon as
 # the bundle is there (with warm caches, within a minute), beside lane 1's static checks. Every
 # lane then takes the next scenario of SCENARIOS (longest first) until none is left.
 # Each lane's console goes to .cache/test-logs/lane-N.console; only the suites' "===" lines are
@@ -46,6 +46,7 @@ lane() {
   local number=$1 item
   if [ "$number" -eq 1 ]; then
     "$make" --no-print-directory lint
+    "$make" --no-print-directory typecheck
     "$make" --no-print-directory sanity
     "$make" --no-print-directory units
     tests/suite.sh tools -- "$root/.venv/bin/python" -m pytest -q -p no:cacheprovider tests/tools

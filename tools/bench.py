@@ -203,7 +203,7 @@ def main() -> int:
             print(f"== {name} (log: {logs / (name.replace(' ', '-') + '.log')})", flush=True)
             took, output = run(argv, logs / f"{name.replace(' ', '-')}.log")
             results.append((name, took, recap(output)))
-            if name == "upgrade":
+            if name == "upgrade" and client is not None:
                 client_counts = client.stop()
                 client = None
     finally:

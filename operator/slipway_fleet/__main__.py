@@ -132,7 +132,9 @@ async def lead(options: controller.Options, metrics: controller.Metrics, state: 
     kopf_stop = asyncio.Event()
     scope = {"namespaces": options.namespaces} if options.namespaces else {"clusterwide": True}
     tasks = {
-        asyncio.ensure_future(kopf.operator(standalone=True, stop_flag=kopf_stop, identity=options.identity, **scope)): "kopf",
+        # kopf types identity as its Identity, a NewType of str that it does not export.
+        asyncio.ensure_future(kopf.operator(standalone=True, stop_flag=kopf_stop, identity=options.identity,  # type: ignore[arg-type]
+                                            **scope)): "kopf",
         asyncio.ensure_future(ctl.run()): "reconciler",
         asyncio.ensure_future(ctl.resync()): "resync",
         asyncio.ensure_future(elector.keep()): "lease",

@@ -25,6 +25,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import jobs
 from . import spec as fleet
@@ -97,7 +98,8 @@ class Controller:  # pylint: disable=too-many-instance-attributes
         self.options = options
         self.metrics = metrics
         self.api_client = api_client
-        self.custom = client.CustomObjectsApi(api_client)
+        # Custom objects come back as plain dicts (the client types them object).
+        self.custom: Any = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
         self.batch = client.BatchV1Api(api_client)
         self.rbac = client.RbacAuthorizationV1Api(api_client)
@@ -135,8 +137,9 @@ class Controller:  # pylint: disable=too-many-instance-attributes
             self.queued.discard(key)
             observe = key in self.observing
             self.observing.discard(key)
+            namespace, name = key
             try:
-                await asyncio.to_thread(self.reconcile, *key, observe)
+                await asyncio.to_thread(self.reconcile, namespace, name, observe)
             except Exception as exc:  # pylint: disable=broad-exception-caught  # logged; the resync tries again
                 LOGGER.exception("reconcile of %s/%s failed: %s", key[0], key[1], exc)
 
@@ -219,6 +222,8 @@ class Controller:  # pylint: disable=too-many-instance-attributes
         if once and self._last_event.get(key) == (reason, message):
             return
         now = datetime.datetime.now(datetime.timezone.utc).isoformat()
+        # The client takes the Event as a plain dict (it serializes dicts as they are).
+        body: Any
         body = {"apiVersion": "v1", "kind": "Event",
                 "metadata": {"generateName": meta["name"] + ".", "namespace": meta["namespace"]},
                 "involvedObject": {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": meta["name"],
@@ -287,7 +292,7 @@ class Controller:  # pylint: disable=too-many-instance-attributes
         op = self.get_operation(namespace, last["name"])
         if op is None:
             state = jobs.JobState("Failed", message=f"the SlipwayOperation {last['name']} was deleted while it ran")
-            op_status = {"phase": "Failed", "message": state.message}
+            op_status: dict[str, Any] = {"phase": "Failed", "message": state.message}
         else:
             job_obj = self._get(self.batch.read_namespaced_job, last["name"], namespace)
             job_dict = self.api_client.sanitize_for_serialization(job_obj) if job_obj is not None else None
@@ -423,6 +428,7 @@ class Controller:  # pylint: disable=too-many-instance-attributes
             self.patch_cluster_status(obj, status)
             return
         if op_type == "adopt":
+            assert target is not None  # an adoption records the spec the hosts run
             status.update(phase="Running", created=True, appliedSpec={"json": json.dumps(target, sort_keys=True)},
                           appliedGeneration=generation, kubernetesVersion=target["kubernetesVersion"])
             self.post_event(obj, "Normal", "Adopted", "the hosts run this spec already (site.yml): recorded, nothing run")
@@ -439,6 +445,7 @@ class Controller:  # pylint: disable=too-many-instance-attributes
         self.waiting.discard((namespace, name))
         self.metrics.waiting.set(len(self.waiting))
         user_op = pending_user[0] if op_type in IMPERATIVE else None
+        assert run_spec is not None  # a step that runs a playbook has the spec it runs
         op_name = self.start(obj, op_type, hosts, target, run_spec, step.kubernetes_version, user_op)
         status.update(phase=PHASE_OF[op_type], created=True,
                       lastOperation={"name": op_name, "type": op_type, "phase": "Pending"})
@@ -520,17 +527,18 @@ class Controller:  # pylint: disable=too-many-instance-attributes
                                                       int(meta.get("generation") or 0))
             return
         roles = {host["name"]: sorted(host.get("roles") or []) for host in applied.get("hosts") or []}
-        entries = []
+        entries: list[dict[str, Any]] = []
+        node: Any
         for node in nodes:
             ready = any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
             entries.append({"name": node.metadata.name, "ready": ready,
                             "kubernetesVersion": (node.status.node_info.kubelet_version if node.status.node_info else "") or "",
                             "roles": roles.get(node.metadata.name, [])})
         entries.sort(key=lambda e: e["name"])
-        ready = sum(1 for e in entries if e["ready"])
+        ready_count = sum(1 for e in entries if e["ready"])
         status["nodes"] = entries
-        status["nodesReady"] = f"{ready}/{len(roles)}"
-        all_ready = ready == len(roles) and {e["name"] for e in entries} >= set(roles)
+        status["nodesReady"] = f"{ready_count}/{len(roles)}"
+        all_ready = ready_count == len(roles) and {e["name"] for e in entries} >= set(roles)
         missing = sorted(set(roles) - {e["name"] for e in entries if e["ready"]})
         status["conditions"] = jobs.set_condition(
             status.get("conditions"), "Ready", all_ready, "NodesReady" if all_ready else "NodesNotReady",

@@ -14,6 +14,7 @@ import datetime
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 import yaml
 
@@ -72,6 +73,7 @@ def operation_name(cluster: str, op_type: str, generation: int, salt: str = "") 
 
 def operation(cluster_obj: dict, op_type: str, hosts: list[str], generation: int, name: str,
               kubernetes_version: str = "") -> dict:
+    body: dict[str, Any]
     body = {"apiVersion": fleet.API_VERSION, "kind": "SlipwayOperation",
             "metadata": {"name": name, "namespace": cluster_obj["metadata"]["namespace"],
                          "labels": {LABEL_CLUSTER: cluster_obj["metadata"]["name"],
@@ -238,9 +240,9 @@ def job_state(job_obj: dict | None, pods: list[dict]) -> JobState:
         return JobState("Failed", message="the operation's Job is gone (deleted, or removed after ttlSecondsAfterFinished)")
     status = job_obj.get("status") or {}
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
-    finished = [(pod, _terminated(pod)) for pod in pods]
+    ended = [(pod, term) for pod in pods for term in [_terminated(pod)] if term]
     # The runs in the order they ended (then started): the last one's summary is the operation's.
-    finished = sorted(((pod, term) for pod, term in finished if term),
+    finished = sorted(ended,
                       key=lambda item: (item[1].get("finishedAt") or "", item[0]["metadata"].get("creationTimestamp") or "",
                                         item[0]["metadata"].get("name") or ""))
     summary = summary_of(finished[-1][1]) if finished else {}

@@ -20,6 +20,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -73,6 +74,8 @@ def store_kubeconfig(api_client, run: dict, content: str) -> None:
     core = client.CoreV1Api(api_client)
     name, namespace = run["kubeconfigSecret"], run["namespace"]
     data = {jobs.KUBECONFIG_KEY: base64.b64encode(content.encode()).decode()}
+    # The client takes the Secret as a plain dict (it serializes dicts as they are).
+    body: Any
     body = {"apiVersion": "v1", "kind": "Secret", "type": "cluster.x-k8s.io/secret",
             "metadata": {"name": name, "namespace": namespace,
                          "labels": {"cluster.x-k8s.io/cluster-name": run["cluster"], jobs.LABEL_CLUSTER: run["cluster"],

@@ -102,7 +102,8 @@ def parse_variables(spec: dict) -> tuple[dict, list[str]]:
 
 def inventory(spec: dict, exclude: tuple[str, ...] = ()) -> dict:
     """The spec's hosts as a YAML inventory with kubespray's groups (k8s_cluster: control planes and workers)."""
-    hosts, groups = {}, {group: {} for group in ROLE_GROUPS.values()}
+    hosts: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any]] = {group: {} for group in ROLE_GROUPS.values()}
     for host in _hosts(spec):
         if host["name"] in exclude:
             continue

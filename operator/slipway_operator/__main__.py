@@ -15,6 +15,7 @@ import signal
 import socket
 import sys
 from pathlib import Path
+from typing import Any, Protocol
 
 import yaml
 
@@ -53,7 +54,19 @@ def parse(argv: list[str]) -> app.Options:
                        lease_name=args.lease_name, identity=args.identity, workdir=args.workdir)
 
 
-async def serve_http(options: app.Options, metrics: app.Metrics, state: dict):
+class ServedOptions(Protocol):
+    """What serve_http reads of the options (slipway-operator's and slipway-fleet's)."""
+
+    port: int
+
+
+class ServedMetrics(Protocol):
+    """What serve_http reads of the metrics: their Prometheus registry."""
+
+    registry: Any
+
+
+async def serve_http(options: ServedOptions, metrics: ServedMetrics, state: dict):
     """/healthz: the event loop answers; /readyz: started (leader or standby); /metrics."""
     from aiohttp import web  # pylint: disable=import-outside-toplevel  # kopf's own dependency
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest  # pylint: disable=import-outside-toplevel
@@ -170,8 +183,9 @@ async def lead(options: app.Options, metrics: app.Metrics, state: dict, stop: as
     register_handlers(options, reconciler, api_client)
     kopf_stop = asyncio.Event()
     tasks = {
+        # kopf types identity as its Identity, a NewType of str that it does not export.
         asyncio.ensure_future(kopf.operator(namespaces=[options.namespace], standalone=True, stop_flag=kopf_stop,
-                                            identity=options.identity)): "kopf",
+                                            identity=options.identity)): "kopf",  # type: ignore[arg-type]
         asyncio.ensure_future(reconciler.run()): "reconciler",
         asyncio.ensure_future(elector.keep()): "lease",
         stopping: "stop",

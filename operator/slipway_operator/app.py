@@ -22,6 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 from . import logic
 
@@ -151,8 +152,8 @@ class Reconciler:
         from kubernetes import client  # pylint: disable=import-outside-toplevel
         from kubernetes.client.exceptions import ApiException  # pylint: disable=import-outside-toplevel
         try:
-            return client.CustomObjectsApi(self.api_client).get_namespaced_custom_object(
-                GROUP, VERSION, self.options.namespace, PLURAL, self.options.name)
+            return cast("dict", client.CustomObjectsApi(self.api_client).get_namespaced_custom_object(
+                GROUP, VERSION, self.options.namespace, PLURAL, self.options.name))
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -195,6 +196,8 @@ class Reconciler:
         from kubernetes import client  # pylint: disable=import-outside-toplevel
         now = datetime.datetime.now(datetime.timezone.utc)
         meta = obj["metadata"]
+        # The client takes the Event as a plain dict (it serializes dicts as they are).
+        body: Any
         body = {"apiVersion": "v1", "kind": "Event",
                 "metadata": {"generateName": meta["name"] + ".", "namespace": meta["namespace"]},
                 "involvedObject": {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ClusterConfiguration",

@@ -16,6 +16,7 @@ import datetime
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 LOGGER = logging.getLogger("slipway_operator.election")
 
@@ -32,7 +33,7 @@ def _now_micro() -> str:
 class LeaseElector:
     """Acquires and keeps one Lease through the kubernetes client (calls run in a thread)."""
 
-    api: object  # kubernetes.client.CoordinationV1Api
+    api: Any  # kubernetes.client.CoordinationV1Api, or a stand-in with its three calls
     namespace: str
     name: str
     identity: str

@@ -92,7 +92,11 @@ def playbook_vars(sources: list[str], kubeconfig: str, extra: dict) -> dict:
 
 def load_planner(collection_root: Path):
     """The collection's own plan module (plugins/module_utils/_cluster_configuration.py, which
-    cluster_configuration_info runs): its catalogue and its plan (one implementation with the playbook)."""
+    cluster_configuration_info runs): its catalogue and its plan (one implementation with the playbook).
+
+    Loaded by file path, as a module of its own: ``collection_root`` is a checkout or the image's copy, not
+    necessarily under ansible_collections/slipway/cluster. So that file imports the standard library only
+    (tests/unit/plugins/module_utils/test_imports.py fails when it imports anything else)."""
     path = Path(collection_root) / "plugins" / "module_utils" / "_cluster_configuration.py"
     name = "slipway_operator._cluster_configuration"
     if name in sys.modules:
@@ -148,7 +152,8 @@ def component_states(status: dict | None, catalogue) -> dict[str, dict]:
         entry = _entry(status or {}, tuple(component.status_path))
         if entry is None or entry.get("status") not in STATUSES:
             continue
-        record = entry.get("slipway") if isinstance(entry.get("slipway"), dict) else {}
+        slipway = entry.get("slipway")
+        record = slipway if isinstance(slipway, dict) else {}
         states[component.name] = {"status": entry["status"], "specHash": record.get("specHash"),
                                   "reason": record.get("reason")}
     return states

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
+from typing import Any
 
 import yaml
 
@@ -16,17 +16,11 @@ from ansible.module_utils.urls import open_url
 from ansible.plugins.action import ActionBase
 from ansible.vars.hostvars import HostVarsVars
 
+from ansible_collections.slipway.cluster.plugins.module_utils._file_checksums import ChecksumCache, default_cache_path
 from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY
-from ansible_collections.slipway.cluster.plugins.module_utils._model import (
-    OWN_PREFIXES,
-    OWN_VARIABLES,
-    ROLE_DEFAULTS,
-    ModelError,
-    Problem,
-    build_model,
-    check_settings,
-    format_problems,
-)
+from ansible_collections.slipway.cluster.plugins.module_utils._model import build_model, check_settings
+from ansible_collections.slipway.cluster.plugins.module_utils._problems import ModelError, Problem, format_problems
+from ansible_collections.slipway.cluster.plugins.module_utils._settings import OWN_PREFIXES, OWN_VARIABLES, ROLE_VARIABLE_NAMES
 from ansible_collections.slipway.cluster.plugins.module_utils._paths import controller_path
 
 ARGUMENT_SPEC = {
@@ -40,8 +34,10 @@ ARGUMENT_SPEC = {
 class LocalBundle:
     """Reads a bundle directory, and files the settings name, on the controller for the model."""
 
-    def __init__(self, find=None):
+    def __init__(self, find=None, checksums=None):
         self._find = find
+        # The bundle's files are hashed again only when they changed (module_utils/_file_checksums.py).
+        self._checksums = checksums if checksums is not None else ChecksumCache(default_cache_path())
 
     def manifest(self, bundle_dir):
         path = os.path.join(bundle_dir, "manifest.yml")
@@ -51,13 +47,10 @@ class LocalBundle:
             return yaml.safe_load(handle)
 
     def checksum(self, path):
-        if not os.path.isfile(path):
-            return None
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        return digest.hexdigest()
+        return self._checksums.sha256(path)
+
+    def save(self):
+        self._checksums.save()
 
     def yaml_file(self, path):
         here = controller_path(path)
@@ -142,7 +135,7 @@ class ActionModule(ActionBase):
         for key in task_vars:
             if key in OWN_VARIABLES or key.startswith(OWN_PREFIXES):
                 continue
-            if key.startswith("slipway_") or key in ROLE_DEFAULTS or key in KUBESPRAY:
+            if key.startswith("slipway_") or key in ROLE_VARIABLE_NAMES or key in KUBESPRAY:
                 settings[key] = self._value(task_vars[key])
         settings.update(validation.validated_parameters["settings"])
         bundle_dir = settings.get("slipway_artifacts_bundle_dir")
@@ -156,17 +149,19 @@ class ActionModule(ActionBase):
                 warnings = check_settings(settings, bundle=bundle)
             except ModelError as err:
                 return self._failed(result, err.problems, "The settings have")
+            finally:
+                bundle.save()
             for warning in warnings:
                 self._display.warning(warning)
             result["changed"] = False
             return result
         groups = task_vars.get("groups", {})
         hostvars = task_vars.get("hostvars", {})
-        wanted = set()
+        wanted: set[str] = set()
         for group in ("kube_control_plane", "kube_node", "etcd", "loadbalancer"):
             wanted.update(groups.get(group) or [])
         host_settings = {}
-        values = {}
+        values: dict[str, Any] = {}
         for host in sorted(wanted):
             # One lookup per host: it computes all of that host's variables, as written; only the few the
             # model reads are templated.
@@ -174,7 +169,7 @@ class ActionModule(ActionBase):
             variables = HostVarsVars(raw, loader=self._loader, host=host)
             host_settings[host] = {key: variables.get(key) for key in HOST_VARIABLES if variables.get(key) is not None}
             for key in raw:
-                if (key.startswith("slipway_") or key in ROLE_DEFAULTS) and key not in OWN_VARIABLES \
+                if (key.startswith("slipway_") or key in ROLE_VARIABLE_NAMES) and key not in OWN_VARIABLES \
                         and not key.startswith(OWN_PREFIXES):
                     values.setdefault(key, {}).setdefault(repr(raw[key]), []).append(host)
         for by_value in values.values():
@@ -187,6 +182,8 @@ class ActionModule(ActionBase):
                                 exclude=validation.validated_parameters["exclude"], check_k8s_cluster=True)
         except ModelError as err:
             return self._failed(result, per_host + err.problems)
+        finally:
+            bundle.save()
         if per_host:
             return self._failed(result, per_host)
         result["changed"] = False

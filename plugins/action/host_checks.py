@@ -13,7 +13,7 @@ from ansible_collections.slipway.cluster.plugins.module_utils._host_checks impor
     node_summary,
     unanswered,
 )
-from ansible_collections.slipway.cluster.plugins.module_utils._model import format_problems
+from ansible_collections.slipway.cluster.plugins.module_utils._problems import format_problems
 
 ARGUMENT_SPEC = {
     "model": {"type": "dict", "required": True},

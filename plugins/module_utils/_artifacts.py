@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Mapping
 
-from ansible_collections.slipway.cluster.plugins.module_utils._model import Problem
+from ansible_collections.slipway.cluster.plugins.module_utils._problems import Problem
 
 BUNDLE_FORMAT_VERSION = 1
 # Images only control planes (and external etcd members) run.
@@ -239,7 +239,7 @@ def from_release(kubernetes_version: str, source: str, arch: str = "amd64", mirr
         binaries.append(_binary_entry(name, name, "kubernetes", url=url, checksum=f"sha256:{url}.sha256"))
     url = located(UPSTREAM["runc"].format(**values))
     binaries.append(_binary_entry("runc", "runc", "runtime", url=url, checksum="sha256:" + located(RUNC_SUMS.format(**values))))
-    archives = {}
+    archives: dict[str, dict[str, Any]] = {}
     for name in ("crictl", "cni_plugins"):
         url = located(UPSTREAM[name].format(**values))
         archives[name] = {"url": url, "checksum": f"sha256:{url}.sha256", "group": "kubernetes"}

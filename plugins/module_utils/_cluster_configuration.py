@@ -261,7 +261,7 @@ _CATALOGUE = (
 
 
 def _with_children(catalogue):
-    children = {}
+    children: dict[str, list] = {}
     for component in catalogue:
         if component.parent:
             children.setdefault(component.parent, []).append(component.name)
@@ -314,7 +314,7 @@ def unsupported_components(spec: dict) -> "list[tuple[str, Path, str]]":
 
     Returns (name, spec path, reason) for each, in spec order.
     """
-    found = []
+    found: "list[tuple[str, Path, str]]" = []
     if not isinstance(spec, dict):
         return found
     for key, value in spec.items():
@@ -331,12 +331,13 @@ def unsupported_components(spec: dict) -> "list[tuple[str, Path, str]]":
 
 
 def _delete_path(data: dict, path: Path) -> None:
+    node: Any = data
     for key in path[:-1]:
-        data = data.get(key) if isinstance(data, dict) else None
-        if not isinstance(data, dict):
+        node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
             return
-    if isinstance(data, dict):
-        data.pop(path[-1], None)
+    if isinstance(node, dict):
+        node.pop(path[-1], None)
 
 
 def canonical_hash(value: Any) -> str:
@@ -480,7 +481,7 @@ def plan(spec: "dict | None", status: "dict | None") -> "list[dict]":
         if current is not None:
             recorded_by = RECORDED_BY_SLIPWAY if record is not None else RECORDED_BY_KS_INSTALLER
         inherited_from = None
-        if current is None and component.inside_parent_for_ks_installer:
+        if current is None and component.inside_parent_for_ks_installer and component.parent is not None:
             parent_entry = status_entry(status, COMPONENTS[component.parent])
             if parent_entry and parent_entry.get("status") == STATUS_ENABLED and record_of(parent_entry) is None:
                 inherited_from = component.parent
@@ -566,7 +567,7 @@ def status_update(status: "dict | None", component: Component, new_status: str, 
     if (before is not None and record is not None and before.get("status") == new_status
             and record.get("specHash") == digest and record.get("reason") == reason):
         return False, None, copy.deepcopy(before), copy.deepcopy(before)
-    entry_patch = {
+    entry_patch: "dict[str, Any]" = {
         "status": new_status,
         "enabledTime": now,
         RECORD_KEY: {"specHash": digest, "reason": reason},
@@ -596,7 +597,7 @@ def make_merge_patch(before: Any, after: Any) -> Any:
     """The smallest RFC 7386 merge patch that turns ``before`` into ``after`` ({} when equal)."""
     if not isinstance(before, dict) or not isinstance(after, dict):
         return copy.deepcopy(after)
-    patch = {}
+    patch: "dict[str, Any]" = {}
     for key in before:
         if key not in after:
             patch[key] = None

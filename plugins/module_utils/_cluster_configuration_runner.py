@@ -20,13 +20,8 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.slipway.cluster.plugins.module_utils import _cluster_configuration as cc
-from ansible_collections.slipway.cluster.plugins.module_utils._k8s import (
-    AUTH_ARG_SPEC,
-    RESOURCE_ARG_SPEC,
-    ClusterConfigurationApi,
-    K8sError,
-    api_client_or_fail,
-)
+from ansible_collections.slipway.cluster.plugins.module_utils._cluster_configuration_api import RESOURCE_ARG_SPEC, ClusterConfigurationApi
+from ansible_collections.slipway.cluster.plugins.module_utils._k8s import AUTH_ARG_SPEC, K8sError, api_client_or_fail
 
 YAML_IMPORT_ERROR = None
 try:
@@ -86,13 +81,14 @@ def _fail(module, exc: K8sError) -> None:
     module.fail_json(msg=exc.msg, api_status=exc.status, api_reason=exc.reason, api_body=exc.body)
 
 
+def _mapping(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _parts(obj: "dict | None") -> "tuple[dict, dict, dict, int | None]":
     obj = obj or {}
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    labels = metadata.get("labels") if isinstance(metadata.get("labels"), dict) else {}
-    return spec, status, labels, metadata.get("generation")
+    metadata = _mapping(obj.get("metadata"))
+    return _mapping(obj.get("spec")), _mapping(obj.get("status")), _mapping(metadata.get("labels")), metadata.get("generation")
 
 
 class ClusterConfigurationManager:
@@ -155,7 +151,7 @@ class ClusterConfigurationManager:
             existing = self.api.get()
             if existing is None:
                 spec = cc.desired_spec({}, spec_given, merge_type)
-                body = {
+                body: dict[str, Any] = {
                     "apiVersion": cc.API_VERSION,
                     "kind": cc.KIND,
                     "metadata": {"name": self.api.name, "namespace": self.api.namespace},
@@ -165,7 +161,7 @@ class ClusterConfigurationManager:
                     body["metadata"]["labels"] = dict(labels_given)
                 result = body if check_mode else self.api.create(body)
                 before, created, changed = {}, True, True
-                predicted_generation = 1
+                predicted_generation: int | None = 1
             else:
                 old_spec, dummy_status, old_labels, old_generation = _parts(existing)
                 spec = cc.desired_spec(old_spec, spec_given, merge_type)
@@ -247,7 +243,7 @@ def run_component_status(module) -> None:
                 status, component, module.params["status"], digest, module.params["reason"], cc.rfc3339_now())
         except ValueError as exc:
             module.fail_json(msg=to_native(exc))
-        if changed and not module.check_mode:
+        if changed and patch is not None and not module.check_mode:
             result = api.patch_status(patch, info["status_subresource"])
             dummy_spec, new_status, dummy_labels, dummy_generation = _parts(result)
             written = cc.status_entry(new_status, component)

@@ -107,7 +107,7 @@ def _node_requirement(requirement: Any, labels: "dict[str, str]") -> bool:
     values = [str(value) for value in _list(requirement.get("values"))]
     if operator in ("Gt", "Lt"):
         try:
-            have, want = int(labels[key]), int(values[0])
+            have, want = int(labels[str(key)]), int(values[0])
         except (KeyError, IndexError, ValueError):
             return False
         return have > want if operator == "Gt" else have < want

@@ -5,7 +5,7 @@
 """What the node_drain module does against the API server.
 
 ``NodeApi`` makes the REST calls (nodes, pods, evictions, PodDisruptionBudgets) with plain paths
-and dicts, like ``ClusterConfigurationApi`` in _k8s; ``NodeDrainer`` cordons, sorts the pods with the
+and dicts, like ``ClusterConfigurationApi`` in _cluster_configuration_api; ``NodeDrainer`` cordons, sorts the pods with the
 pure rules of _drain, evicts with retries while PodDisruptionBudgets refuse, waits for the evicted
 pods to go, and exits or fails the module. The module's main() builds its AnsibleModule from
 NODE_DRAIN_ARGS and calls run_node_drain; drain_check's main() builds it from DRAIN_CHECK_ARGS and calls
@@ -22,23 +22,18 @@ from urllib.parse import quote
 
 from ansible_collections.slipway.cluster.plugins.module_utils import _drain as drain
 from ansible_collections.slipway.cluster.plugins.module_utils import _drain_check as drain_check
-# _k8s's private helpers too: the dynamic client without discovery, answers kept as plain data.
+# The connection of _k8s: the dynamic client without discovery, answers kept as plain data.
 from ansible_collections.slipway.cluster.plugins.module_utils._k8s import (
     AUTH_ARG_SPEC,
     MERGE_PATCH,
     DynamicApiError,
     K8sError,
     Urllib3Error,
-    _body_text,
-    _NoDiscovery,
-    _plain,
     api_client_or_fail,
+    body_text,
+    dynamic_client,
+    plain_data,
 )
-
-try:
-    from kubernetes.dynamic import DynamicClient
-except ImportError:
-    DynamicClient = None  # HAS_K8S is false then, and connect() fails before any NodeApi is made
 
 STATES = ("drained", "cordoned", "uncordoned")
 
@@ -70,14 +65,14 @@ class NodeApi:
 
     def __init__(self, api_client=None, requester=None):
         if requester is None:
-            requester = DynamicClient(api_client, discoverer=_NoDiscovery)
+            requester = dynamic_client(api_client)
         self._requester = requester
 
     def _request(self, method: str, path: str, body: Any = None, **params) -> Any:
         try:
-            return self._requester.request(method, path, body=body, serializer=_plain, **params)
+            return self._requester.request(method, path, body=body, serializer=plain_data, **params)
         except DynamicApiError as exc:
-            text = _body_text(exc)
+            text = body_text(exc)
             message = text
             try:
                 message = json.loads(text).get("message") or text

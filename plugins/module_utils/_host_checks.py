@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Mapping
 
-from ansible_collections.slipway.cluster.plugins.module_utils._model import Problem
+from ansible_collections.slipway.cluster.plugins.module_utils._problems import Problem
 
 SUPPORTED_OS = {"debian": ("12", "13"), "ubuntu": ("22.04", "24.04")}
 SUPPORTED_ARCH = ("x86_64", "amd64", "aarch64", "arm64")

@@ -2,33 +2,22 @@
 # Copyright: (c) 2026, slipway.cluster contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 # Private to the slipway.cluster collection: no compatibility promise outside it.
-"""Connection to the Kubernetes API and the ClusterConfiguration resource on it.
+"""The connection to the Kubernetes API, and nothing of any resource.
 
 The connection options carry kubernetes.core's names and environment variables, so a play that
 sets them for kubernetes.core sets them for us too. ``build_api_client`` turns them into a
-kubernetes ``ApiClient``; ``ClusterConfigurationApi`` reads and writes one ClusterConfiguration
-through it with plain REST paths (no discovery cache), which also works as is against a real API
-server in integration tests::
-
-    api = ClusterConfigurationApi(build_api_client({"kubeconfig": "/etc/kubernetes/admin.conf"}))
-    api.get()
+kubernetes ``ApiClient``; ``dynamic_client`` wraps it for plain REST calls (no discovery cache),
+made with ``serializer=plain_data`` so answers stay plain dicts; ``K8sError`` carries what the API
+server said (``body_text``). The resource APIs (_cluster_configuration_api.py, _drain_runner.py,
+the kubelet_serving_csr module) are built on these.
 """
 
 from __future__ import annotations
 
-import json
 import traceback
 from typing import Any
 
 from ansible.module_utils.basic import env_fallback, missing_required_lib
-
-from ansible_collections.slipway.cluster.plugins.module_utils._cluster_configuration import (
-    DEFAULT_NAME,
-    DEFAULT_NAMESPACE,
-    GROUP,
-    PLURAL,
-    VERSION,
-)
 
 K8S_IMPORT_ERROR = None
 try:
@@ -36,7 +25,8 @@ try:
     from kubernetes import config as k8s_config
     from kubernetes.config.config_exception import ConfigException
     from kubernetes.dynamic import DynamicClient
-    from kubernetes.dynamic.exceptions import DynamicApiError
+    # The connection's errors, which the resource APIs built on it catch.
+    from kubernetes.dynamic.exceptions import DynamicApiError  # pylint: disable=unused-import
 except ImportError:
     K8S_IMPORT_ERROR = traceback.format_exc()
     HAS_K8S = False
@@ -50,7 +40,7 @@ else:
     HAS_K8S = True
 
 try:
-    from urllib3.exceptions import HTTPError as Urllib3Error
+    from urllib3.exceptions import HTTPError as Urllib3Error  # pylint: disable=unused-import
 except ImportError:
     class Urllib3Error(Exception):  # type: ignore[no-redef]
         """Stands in when urllib3 is missing."""
@@ -67,14 +57,7 @@ AUTH_ARG_SPEC: "dict[str, dict[str, Any]]" = {
     "client_key": {"type": "path", "aliases": ["key_file"], "no_log": False, "fallback": (env_fallback, ["K8S_AUTH_KEY_FILE"])},
 }
 
-# Which ClusterConfiguration: ks-installer's fixed name and namespace by default.
-RESOURCE_ARG_SPEC: "dict[str, dict[str, Any]]" = {
-    "name": {"type": "str", "default": DEFAULT_NAME},
-    "namespace": {"type": "str", "default": DEFAULT_NAMESPACE},
-}
-
 MERGE_PATCH = "application/merge-patch+json"
-GROUP_VERSION_PATH = "/apis/%s/%s" % (GROUP, VERSION)
 
 
 class K8sError(Exception):
@@ -91,7 +74,7 @@ class K8sError(Exception):
         return {"status": self.status, "reason": self.reason, "body": self.body}
 
 
-class _NoDiscovery:
+class NoDiscovery:
     """DynamicClient discoverer that discovers nothing: we call fixed REST paths, so neither
     the discovery requests nor the shared cache file in the temp directory are needed."""
 
@@ -99,8 +82,14 @@ class _NoDiscovery:
         self.client = client
 
 
-def _plain(dummy_client, data):
+def plain_data(dummy_client, data):
+    """A serializer that keeps an answer as the plain data it is."""
     return data
+
+
+def dynamic_client(api_client: Any) -> Any:
+    """The DynamicClient of an ApiClient, for fixed REST paths: it discovers nothing."""
+    return DynamicClient(api_client, discoverer=NoDiscovery)
 
 
 def api_client_or_fail(module) -> Any:
@@ -157,92 +146,8 @@ def build_api_client(params: "dict[str, Any]"):
     return k8s_client.ApiClient(configuration=configuration)
 
 
-class ClusterConfigurationApi:
-    """Reads and writes one ClusterConfiguration through the REST API, as plain dicts.
-
-    ``requester`` is anything with DynamicClient's ``request(method, path, body=None, **params)``;
-    a kubernetes ApiClient is wrapped in a DynamicClient.
-    """
-
-    def __init__(self, api_client=None, name: str = DEFAULT_NAME, namespace: str = DEFAULT_NAMESPACE, requester=None):
-        if requester is None:
-            requester = DynamicClient(api_client, discoverer=_NoDiscovery)
-        self._requester = requester
-        self.name = name
-        self.namespace = namespace
-        self.collection_path = "%s/namespaces/%s/%s" % (GROUP_VERSION_PATH, namespace, PLURAL)
-        self.path = "%s/%s" % (self.collection_path, name)
-
-    def _request(self, method: str, path: str, body: Any = None, **params) -> Any:
-        try:
-            return self._requester.request(method, path, body=body, serializer=_plain, **params)
-        except DynamicApiError as exc:
-            raise K8sError(self._message(method, path, exc), status=getattr(exc, "status", None),
-                           reason=getattr(exc, "reason", None), body=_body_text(exc))
-        except Urllib3Error as exc:
-            raise K8sError("cannot reach the Kubernetes API server: %s" % exc)
-
-    @staticmethod
-    def _message(method: str, path: str, exc: Any) -> str:
-        summary = _body_text(exc)
-        try:
-            summary = json.loads(summary).get("message") or summary
-        except (TypeError, ValueError, AttributeError):
-            pass
-        status = getattr(exc, "status", "")
-        reason = getattr(exc, "reason", "")
-        return "%s %s failed: %s %s: %s" % (method.upper(), path, status, reason, summary)
-
-    def resource_info(self) -> "dict[str, bool]":
-        """Whether the API serves ClusterConfiguration, and whether it has a status subresource.
-
-        ks-installer's CRD has none; slipway's has one.
-        """
-        try:
-            listing = self._request("get", GROUP_VERSION_PATH)
-        except K8sError as exc:
-            if exc.status == 404:
-                return {"served": False, "status_subresource": False}
-            raise
-        names = {item.get("name") for item in (listing or {}).get("resources", []) if isinstance(item, dict)}
-        return {"served": PLURAL in names, "status_subresource": PLURAL + "/status" in names}
-
-    def require_served(self) -> "dict[str, bool]":
-        info = self.resource_info()
-        if not info["served"]:
-            raise K8sError("the API server does not serve %s/%s %s: install the ClusterConfiguration CRD first "
-                           "(roles/kubesphere/files/clusterconfiguration-crd.yml)" % (GROUP, VERSION, PLURAL), status=404)
-        return info
-
-    def get(self) -> "dict | None":
-        """The resource, or None when it does not exist."""
-        try:
-            return self._request("get", self.path)
-        except K8sError as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    def create(self, body: dict) -> dict:
-        try:
-            return self._request("post", self.collection_path, body=body)
-        except K8sError as exc:
-            if exc.status == 404:
-                raise K8sError("cannot create %s/%s: %s (does namespace %s exist?)"
-                               % (self.namespace, self.name, exc.msg, self.namespace), exc.status, exc.reason, exc.body)
-            raise
-
-    def patch(self, patch: dict) -> dict:
-        """Merge-patch the resource itself (spec, metadata, and status where there is no status subresource)."""
-        return self._request("patch", self.path, body=patch, content_type=MERGE_PATCH)
-
-    def patch_status(self, patch: dict, subresource: bool) -> dict:
-        """Merge-patch status: through /status where the CRD has the subresource, else on the resource."""
-        path = self.path + "/status" if subresource else self.path
-        return self._request("patch", path, body=patch, content_type=MERGE_PATCH)
-
-
-def _body_text(exc: Any) -> Any:
+def body_text(exc: Any) -> Any:
+    """The body of a failed call's answer, as text."""
     body = getattr(exc, "body", None)
     if isinstance(body, bytes):
         return body.decode("utf-8", "replace")

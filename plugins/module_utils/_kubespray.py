@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from ansible_collections.slipway.cluster.plugins.module_utils._settings import SUPPORTED_KUBERNETES_MINORS
+
 # A translation: the kubespray value -> the value of ours with the same meaning, or NO_EQUIVALENT.
 NO_EQUIVALENT = object()
 
@@ -44,8 +46,6 @@ def _boolean(value: Any) -> Any:
 
 
 def _unsupported_version(value: Any) -> str | None:
-    from ansible_collections.slipway.cluster.plugins.module_utils._model import SUPPORTED_KUBERNETES_MINORS
-
     minor = ".".join(str(value).split(".")[:2])
     if minor in SUPPORTED_KUBERNETES_MINORS:
         return None

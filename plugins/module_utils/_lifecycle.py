@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from ansible_collections.slipway.cluster.plugins.module_utils._model import Problem
+from ansible_collections.slipway.cluster.plugins.module_utils._problems import Problem
 
 
 def _ready(node: Mapping[str, Any]) -> bool:

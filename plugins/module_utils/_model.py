@@ -10,141 +10,52 @@ input is a unit test.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import ipaddress
 import re
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping
 
-SUPPORTED_KUBERNETES_MINORS = ("1.36", "1.37")
-LB_MODES = ("local_haproxy", "vip", "external")
-CNIS = ("flannel", "calico", "cilium", "none")
-ETCD_MODES = ("stacked", "external")
-ARTIFACT_SOURCES = ("upstream", "mirror", "bundle")
-
-GROUP_CONTROL_PLANE = "kube_control_plane"
-GROUP_NODE = "kube_node"
-GROUP_ETCD = "etcd"
-GROUP_LB = "loadbalancer"
-GROUP_K8S_CLUSTER = "k8s_cluster"
+from ansible_collections.slipway.cluster.plugins.module_utils import _artifacts as artifacts
+from ansible_collections.slipway.cluster.plugins.module_utils import _kubespray as kubespray
+from ansible_collections.slipway.cluster.plugins.module_utils._artifacts import KUBERNETES_RELEASES
+from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY
+from ansible_collections.slipway.cluster.plugins.module_utils._problems import Collector, ModelError
+from ansible_collections.slipway.cluster.plugins.module_utils._role_settings import check_roles
+from ansible_collections.slipway.cluster.plugins.module_utils._settings import (
+    ARTIFACT_SOURCES,
+    CNIS,
+    DEFAULT_SETTINGS,
+    ETCD_MODES,
+    GROUP_CONTROL_PLANE,
+    GROUP_ETCD,
+    GROUP_K8S_CLUSTER,
+    GROUP_LB,
+    GROUP_NODE,
+    HARDENING,
+    LB_MODES,
+    OWN_PREFIXES,
+    OWN_VARIABLES,
+    ROLE_VARIABLE_NAMES,
+    SUPPORTED_KUBERNETES_MINORS,
+    role_defaults,
+)
+from ansible_collections.slipway.cluster.plugins.module_utils._values import (
+    DNS_NAME_MAX,
+    SCHEME,
+    URL,
+    BundleReader,
+    address_problem,
+    as_address,
+    as_ip,
+    check_url,
+    dns_name_problem,
+    integer,
+    parse_endpoint,
+)
 
 # Kubernetes node names are RFC 1123 DNS subdomains.
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _HOSTNAME = _NODE_NAME
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
-
-DEFAULT_SETTINGS: dict[str, Any] = {
-    "slipway_cluster_name": "slipway",
-    "slipway_kubernetes_version": "1.37.1",
-    "slipway_dns_domain": "cluster.local",
-    "slipway_pod_cidr": "10.233.64.0/18",
-    "slipway_service_cidr": "10.233.0.0/18",
-    "slipway_node_cidr_mask_size": 24,
-    "slipway_lb_mode": "local_haproxy",
-    "slipway_lb_port": 8443,
-    "slipway_apiserver_port": 6443,
-    "slipway_control_plane_endpoint": "",
-    "slipway_cni": "flannel",
-    "slipway_etcd_mode": "stacked",
-    "slipway_artifacts_source": "upstream",
-    "slipway_artifacts_bundle_dir": "",
-    "slipway_artifacts_mirror_url": "",
-    "slipway_artifacts_registry_mirror": "",
-    "slipway_kubesphere_enabled": False,
-    "slipway_operator_enabled": False,
-    "slipway_hardening": "cis",
-    "slipway_secrets_encryption": True,
-    "slipway_etcd_even_members_ok": False,
-}
-
-# slipway_* names that are ours but not settings of the model: the model's own fact, and the lab's
-# variables (lab/lab.py writes slipway_lab_cluster, slipway_lab_subnet, slipway_lab_vip).
-OWN_VARIABLES = ("slipway_cluster",)
-OWN_PREFIXES = ("slipway_lab_",)
-
-# Role variables the model checks before any contact, with the roles' defaults (a unit test keeps
-# them equal to the roles' defaults/main.yml and argument specs). The roles read the same variables.
-ROLE_DEFAULTS: dict[str, Any] = {
-    "control_plane_kube_proxy_mode": "iptables",
-    "control_plane_kube_proxy_conntrack_max_per_core": "auto",
-    "control_plane_coredns_upstreams": ["/etc/resolv.conf"],
-    "control_plane_cert_sans": [],
-    "loadbalancer_haproxy_health_port": 8404,
-    "loadbalancer_keepalived_virtual_router_id": 0,
-    "loadbalancer_keepalived_auth_pass": "",
-    "cni_flannel_backend": "vxlan",
-    "cni_manifest_src": "",
-    "containerd_registry_mirrors": {},
-    "containerd_insecure_registries": [],
-    "containerd_registry_auths": {},
-    "kubesphere_cluster_configuration": {},
-    "kubesphere_cluster_configuration_merge_type": "merge",
-    "node_join_token_ttl": "15m",
-    "metrics_server_replicas": 1,
-    "metrics_server_kubelet_preferred_address_types": ["InternalIP"],
-    "control_plane_audit_log_maxage": 30,
-    "control_plane_audit_log_maxbackup": 10,
-    "control_plane_audit_log_maxsize": 100,
-    "control_plane_audit_policy_src": "",
-    "control_plane_encryption_provider": "aescbc",
-    "control_plane_kubelet_pod_pids_limit": 4096,
-    "control_plane_join_token_ttl": "15m",
-    "etcd_pki_dir": "/etc/etcd/pki",
-    "operator_image_pull_policy": "IfNotPresent",
-    "operator_replicas": 2,
-    "operator_metrics_port": 8080,
-    "operator_resync_seconds": 300,
-    "operator_debounce_seconds": 2,
-    "operator_kubesphere_vars": {},
-    "control_plane_certs_auto_renew": False,
-}
-HARDENING = ("cis", "none")
-ENCRYPTION_PROVIDERS = ("aescbc", "secretbox")
-KUBE_PROXY_MODES = ("iptables", "nftables", "ipvs")
-FLANNEL_BACKENDS = ("vxlan", "host-gw", "wireguard", "udp", "ipip")
-KUBELET_ADDRESS_TYPES = ("InternalIP", "ExternalIP", "Hostname", "InternalDNS", "ExternalDNS")
-IMAGE_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
-MERGE_TYPES = ("merge", "replace")
-# The operator's own settings, which operator_kubesphere_vars cannot override.
-OPERATOR_OWN_KUBESPHERE_VARS = ("kubesphere_kubeconfig", "kubesphere_cluster_configuration")
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with the input: where it is, and what to change."""
-
-    where: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.message}"
-
-
-@dataclass
-class _Collector:
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[Problem] = field(default_factory=list)
-
-    def error(self, where: str, message: str) -> None:
-        self.problems.append(Problem(where, message))
-
-    def warn(self, where: str, message: str) -> None:
-        self.warnings.append(Problem(where, message))
-
-
-class ModelError(Exception):
-    """Raised with every problem found, so they can be reported at once."""
-
-    def __init__(self, problems: list[Problem], warnings: list[Problem] | None = None):
-        self.problems = problems
-        self.warnings = warnings or []
-        super().__init__(format_problems(problems))
-
-
-def format_problems(problems: list[Problem], title: str = "") -> str:
-    lines = [title] if title else []
-    lines.extend(f"  - {p}" for p in problems)
-    return "\n".join(lines)
 
 
 def parse_version(value: Any) -> tuple[int, int, int] | None:
@@ -154,18 +65,6 @@ def parse_version(value: Any) -> tuple[int, int, int] | None:
     return int(match.group(1)), int(match.group(2)), int(match.group(3))
 
 
-def _ip(value: Any) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        return ipaddress.ip_address(str(value).strip())
-    except ValueError:
-        return None
-
-
-# One DNS label (RFC 1123), lowercase: what Kubernetes and certificates take.
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-# A DNS name is at most 253 characters (RFC 1035, without the final dot), each label at most 63.
-DNS_NAME_MAX = 253
-DNS_LABEL_MAX = 63
 # Node names: a Linux host name (at most 64 characters) and a Kubernetes node name (labels of at most 63).
 NODE_NAME_MAX = 63
 # The cluster's name: in kubeadm's clusterName, the kubeconfig contexts and the etcd snapshots' file names
@@ -181,53 +80,13 @@ OLD_GROUPS = {
     "k8s-cluster": GROUP_K8S_CLUSTER,
     "calico-rr": "calico_rr",
 }
-# A path written into a configuration file or a command line: no blank, quote or shell character.
-_SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/@%+=,:-]*$")
-# A registry as containerd names its directory under certs.d: host[:port] (or containerd's _default).
-_REGISTRY_HOST = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?$")
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-
-
-def dns_name_problem(name: Any, max_length: int = DNS_NAME_MAX, wildcard: bool = False) -> str | None:
-    """Why ``name`` is not a DNS name (RFC 1123 labels, lowercase or not), or None when it is one.
-    ``wildcard``: a leading ``*.`` is allowed (a certificate's SAN)."""
-    text = name.lower() if isinstance(name, str) else ""
-    if not text:
-        return "is empty" if isinstance(name, str) else f"is a {type(name).__name__}, not a name"
-    if len(text) > max_length:
-        return f"is {len(text)} characters long, more than the {max_length} allowed"
-    if wildcard and text.startswith("*."):
-        text = text[2:]
-    for label in text.split("."):
-        if len(label) > DNS_LABEL_MAX:
-            return f"has a label of {len(label)} characters ('{label[:16]}...'), more than DNS's {DNS_LABEL_MAX}"
-        if not _LABEL.match(label):
-            return "is not a DNS name (letters, digits and '-' in labels separated by '.')"
-    return None
-
-
-def address_problem(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    """Why an address cannot be a node's (or a virtual IP): no host is reached at it. None when it can."""
-    if address.is_unspecified:
-        return "is the unspecified address, which means 'any' and is no host's own"
-    if address.is_multicast:
-        return "is a multicast address, which is a group's and no host's own"
-    if address.version == 4 and address == ipaddress.IPv4Address("255.255.255.255"):
-        return "is the broadcast address, which reaches every host and is no host's own"
-    if address.version == 4 and address in ipaddress.ip_network("240.0.0.0/4"):
-        return "is in 240.0.0.0/4, reserved and not routed"
-    return None
-
-
-def _bad_values(values: list[Any]) -> str:
-    return ", ".join(repr(str(value)) if isinstance(value, str) else repr(value) for value in values)
 
 
 def _group(groups: Mapping[str, Any], name: str) -> list[str]:
     return list(groups.get(name) or [])
 
 
-def _parse_cidr(col: _Collector, var: str, value: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+def _parse_cidr(col: Collector, var: str, value: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
     text = str(value or "").strip()
     try:
         return ipaddress.ip_network(text, strict=True)
@@ -242,28 +101,11 @@ def _parse_cidr(col: _Collector, var: str, value: Any) -> ipaddress.IPv4Network 
     return None
 
 
-def _parse_endpoint(text: str, default_port: int) -> tuple[str, int | None]:
-    """Split ``host[:port]`` (IPv6 as ``[addr]:port``); port None when it is not a number."""
-    text = text.strip()
-    if text.startswith("["):
-        host, dummy, rest = text[1:].partition("]")
-        port_text = rest[1:] if rest.startswith(":") else ""
-    elif text.count(":") == 1:
-        host, dummy, port_text = text.partition(":")
-    else:
-        host, port_text = text, ""
-    if not port_text:
-        return host, default_port
-    if port_text.isdigit() and 0 < int(port_text) < 65536:
-        return host, int(port_text)
-    return host, None
-
-
 _TRUE = ("yes", "on", "true", "1", "y", "t")
 _FALSE = ("no", "off", "false", "0", "n", "f")
 
 
-def _bool(col: _Collector, var: str, value: Any) -> bool:
+def _bool(col: Collector, var: str, value: Any) -> bool:
     """Booleans as Ansible reads them: true/false, yes/no, on/off, 1/0."""
     if isinstance(value, bool):
         return value
@@ -274,7 +116,7 @@ def _bool(col: _Collector, var: str, value: Any) -> bool:
     return False
 
 
-def _port(col: _Collector, var: str, value: Any) -> int:
+def _port(col: Collector, var: str, value: Any) -> int:
     try:
         port = int(value)
     except (TypeError, ValueError):
@@ -285,23 +127,25 @@ def _port(col: _Collector, var: str, value: Any) -> int:
     return port
 
 
-def _choice(col: _Collector, var: str, value: Any, choices: tuple[str, ...]) -> str:
+def _choice(col: Collector, var: str, value: Any, choices: tuple[str, ...]) -> str:
     if value in choices:
         return str(value)
     col.error(var, f"unknown value '{value}'; set one of: {', '.join(choices)}")
     return ""
 
 
-def _node_address(col: _Collector, host: str, hostvars: Mapping[str, Any]) -> str:
+def _node_address(col: Collector, host: str, hostvars: Mapping[str, Any]) -> str:
     """The address Kubernetes binds to: ``ip``, else ``ansible_host`` when it is an IP."""
     if hostvars.get("ip"):
-        if _ip(hostvars["ip"]) is None:
+        address = as_ip(hostvars["ip"])
+        if address is None:
             col.error(f"host {host}", f"ip '{hostvars['ip']}' is not an IP address; set ip: to the node's IPv4 address")
             return ""
-        return _usable_address(col, host, "ip", _ip(hostvars["ip"]))
+        return _usable_address(col, host, "ip", address)
     ansible_host = hostvars.get("ansible_host")
-    if ansible_host and _ip(ansible_host) is not None:
-        return _usable_address(col, host, "ansible_host", _ip(ansible_host))
+    address = as_ip(ansible_host) if ansible_host else None
+    if address is not None:
+        return _usable_address(col, host, "ansible_host", address)
     if ansible_host:
         col.error(
             f"host {host}",
@@ -313,7 +157,7 @@ def _node_address(col: _Collector, host: str, hostvars: Mapping[str, Any]) -> st
     return ""
 
 
-def _usable_address(col: _Collector, host: str, var: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+def _usable_address(col: Collector, host: str, var: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
     why = address_problem(address)
     if why:
         col.error(f"host {host}", f"{var} {address} {why}; set ip: to the node's own unicast address, e.g. "
@@ -322,7 +166,7 @@ def _usable_address(col: _Collector, host: str, var: str, address: ipaddress.IPv
     return str(address)
 
 
-def _check_names(col: _Collector, hosts: list[str]) -> None:
+def _check_names(col: Collector, hosts: list[str]) -> None:
     seen: dict[str, str] = {}
     for host in hosts:
         if not _NODE_NAME.match(host):
@@ -342,7 +186,7 @@ def _check_names(col: _Collector, hosts: list[str]) -> None:
             seen[key] = host
 
 
-def _check_addresses(col: _Collector, addresses: dict[str, str]) -> None:
+def _check_addresses(col: Collector, addresses: dict[str, str]) -> None:
     owners: dict[str, str] = {}
     for host, address in addresses.items():
         if not address:
@@ -353,7 +197,7 @@ def _check_addresses(col: _Collector, addresses: dict[str, str]) -> None:
             owners[address] = host
 
 
-def _check_etcd(col: _Collector, mode: str, control_planes: list[str], etcd_group: list[str],
+def _check_etcd(col: Collector, mode: str, control_planes: list[str], etcd_group: list[str],
                 even_ok: bool = False) -> list[str]:
     if mode == "stacked":
         members = control_planes
@@ -391,7 +235,7 @@ def _check_networks(col, pod, service, node_mask, addresses, node_count, vip):
         col.error("slipway_pod_cidr", f"{pod} overlaps slipway_service_cidr {service}; choose ranges that do not overlap")
     # Single-stack clusters: the networks and the nodes' addresses are of one address family. Every setting
     # of the wrong family is named, not only the first.
-    node_families = {_ip(address).version for address in addresses.values() if address}
+    node_families = {as_address(address).version for address in addresses.values() if address}
     if len(node_families) == 1:
         nodes_family = node_families.pop()
         examples = {("slipway_pod_cidr", 4): "10.233.64.0/18", ("slipway_pod_cidr", 6): "fd00:10:233::/56",
@@ -406,7 +250,7 @@ def _check_networks(col, pod, service, node_mask, addresses, node_count, vip):
         col.error("slipway_service_cidr", f"{service} is IPv{service.version} but slipway_pod_cidr {pod} is IPv{pod.version}; "
                   "a single-stack cluster uses one address family: choose both of the nodes' family")
     family = service.version if service is not None else pod.version if pod is not None else None
-    other = sorted(host for host, address in addresses.items() if address and family and _ip(address).version != family)
+    other = sorted(host for host, address in addresses.items() if address and family and as_address(address).version != family)
     if other:
         col.error("slipway_service_cidr" if service is not None else "slipway_pod_cidr",
                   f"is IPv{family} but the address of host {', '.join(other)} is not; a single-stack cluster uses one "
@@ -418,7 +262,7 @@ def _check_network_sizes(col, pod, service, node_mask, addresses, node_count, vi
     for var, net in (("slipway_pod_cidr", pod), ("slipway_service_cidr", service)):
         if net is None:
             continue
-        inside = [f"{host} ({address})" for host, address in sorted(addresses.items()) if address and _ip(address) in net]
+        inside = [f"{host} ({address})" for host, address in sorted(addresses.items()) if address and as_ip(address) in net]
         if inside:
             col.error(var, f"{net} contains the address of host {', '.join(inside)}; choose a range outside the nodes' network")
         if vip is not None and vip in net:
@@ -465,7 +309,7 @@ def _check_network_sizes(col, pod, service, node_mask, addresses, node_count, vi
 def _endpoint(col, mode, settings, control_planes, addresses, lb_hosts):
     """Where kubeadm, kubelets and kubeconfigs reach the API servers."""
     raw = str(settings.get("slipway_control_plane_endpoint") or "").strip()
-    scheme = _SCHEME.match(raw)
+    scheme = SCHEME.match(raw)
     if scheme and mode in ("vip", "external"):
         # kubeadm's controlPlaneEndpoint is host[:port]: the URL's address is what it means.
         written, raw = raw, raw[scheme.end():].split("/", 1)[0]
@@ -484,8 +328,8 @@ def _endpoint(col, mode, settings, control_planes, addresses, lb_hosts):
         endpoint.update(host="127.0.0.1", port=lb_port, external_host=addresses.get(first_cp, ""), external_port=api_port)
         endpoint["lb_hosts"] = []
     elif mode == "vip":
-        host, port = _parse_endpoint(raw, lb_port)
-        vip = _ip(host)
+        host, port = parse_endpoint(raw, lb_port)
+        vip = as_ip(host)
         if not raw:
             col.error("slipway_control_plane_endpoint", "slipway_lb_mode is vip: set it to the virtual IP, e.g. 10.0.0.250")
         elif vip is None:
@@ -501,14 +345,14 @@ def _endpoint(col, mode, settings, control_planes, addresses, lb_hosts):
         endpoint.update(host=str(vip or host), port=port or lb_port, external_host=str(vip or host),
                         external_port=port or lb_port, vip=str(vip or ""), lb_hosts=lb_hosts or list(control_planes))
     elif mode == "external":
-        host, port = _parse_endpoint(raw, api_port)
+        host, port = parse_endpoint(raw, api_port)
         if not raw:
             col.error("slipway_control_plane_endpoint", "slipway_lb_mode is external: set it to your load balancer's address[:port]")
-        elif _ip(host) is None and dns_name_problem(host):
+        elif as_ip(host) is None and dns_name_problem(host):
             col.error("slipway_control_plane_endpoint", f"'{host[:80]}' is neither an IP address nor a DNS name: it "
                       f"{dns_name_problem(host)}; set your load balancer's address[:port], e.g. lb.example.com:6443")
-        elif _ip(host) is not None and address_problem(_ip(host)):
-            col.error("slipway_control_plane_endpoint", f"{_ip(host)} {address_problem(_ip(host))}; set your load "
+        elif (endpoint_ip := as_ip(host)) is not None and address_problem(endpoint_ip):
+            col.error("slipway_control_plane_endpoint", f"{endpoint_ip} {address_problem(endpoint_ip)}; set your load "
                       "balancer's own address[:port]")
         if port is None:
             col.error("slipway_control_plane_endpoint", f"'{raw}' has an invalid port; use ADDRESS or ADDRESS:PORT")
@@ -525,27 +369,7 @@ def _join_host_port(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-class BundleReader(Protocol):
-    """How the model reads a bundle directory; the action plugin gives a real one, tests a fake."""
-
-    def manifest(self, bundle_dir: str) -> Mapping[str, Any] | None:
-        """The parsed manifest.yml of the bundle, or None when there is none."""
-
-    def checksum(self, path: str) -> str | None:
-        """The sha256 of a file, or None when it does not exist."""
-
-    def yaml_file(self, path: str) -> tuple[Any, str | None]:
-        """A YAML file on the controller, found where lookup('file') finds it: (its data, None), or
-        (None, why it cannot be read)."""
-
-    # Optional: ``url_exists(url)``, True or False when the controller reached the URL's server, None when it
-    # did not. With it the model asks a mirror whether it has the release (slipway_artifacts_source mirror).
-
-
-def _artifacts(col: _Collector, settings: Mapping[str, Any], source: str, version: str, bundle: BundleReader | None):
-    # Imported here: _artifacts imports Problem from this module.
-    from ansible_collections.slipway.cluster.plugins.module_utils import _artifacts as artifacts
-
+def _artifacts(col: Collector, settings: Mapping[str, Any], source: str, version: str, bundle: BundleReader | None):
     if not source or not version:
         return {}
     if source == "bundle":
@@ -560,7 +384,7 @@ def _artifacts(col: _Collector, settings: Mapping[str, Any], source: str, versio
     else:
         mirror_url = str(settings.get("slipway_artifacts_mirror_url") or "")
         # The mirror is asked (from the controller, by the action plugin) only when its URL is one.
-        url_exists = getattr(bundle, "url_exists", None) if _URL.match(mirror_url.strip()) else None
+        url_exists = getattr(bundle, "url_exists", None) if URL.match(mirror_url.strip()) else None
         result, problems = artifacts.from_release(
             version, source, mirror_url=mirror_url, registry=str(settings.get("slipway_artifacts_registry_mirror") or ""),
             url_exists=url_exists, warnings=col.warnings,
@@ -569,7 +393,7 @@ def _artifacts(col: _Collector, settings: Mapping[str, Any], source: str, versio
     return result
 
 
-def _check_optional_images(col: _Collector, artifacts: Mapping[str, Any], source: str, kubesphere: Any, operator: Any) -> None:
+def _check_optional_images(col: Collector, artifacts: Mapping[str, Any], source: str, kubesphere: Any, operator: Any) -> None:
     """A bundle built without the images only some clusters run (tools/bundle's --without, which make lab passes): a
     cluster that runs them is refused, naming the build that adds them."""
     images = artifacts.get("images") or {}
@@ -585,7 +409,7 @@ def _check_optional_images(col: _Collector, artifacts: Mapping[str, Any], source
                   "python3 tools/bundle/build.py without --without operator")
 
 
-def _check_setting_names(col: _Collector, settings: Mapping[str, Any]) -> None:
+def _check_setting_names(col: Collector, settings: Mapping[str, Any]) -> None:
     """Every slipway_* variable is a setting (or the lab's own); a misspelt one names the nearest."""
     # Compared without the common prefix, which would make every name look alike.
     known = {name[len("slipway_"):]: name for name in DEFAULT_SETTINGS}
@@ -597,244 +421,7 @@ def _check_setting_names(col: _Collector, settings: Mapping[str, Any]) -> None:
         col.error(name, f"is not a setting of slipway.cluster; {hint}")
 
 
-def _int(col: _Collector, var: str, value: Any, low: int, high: int, expected: str) -> int | None:
-    """A whole number from low to high; a number written as a string (-e, INI files) is a number."""
-    if isinstance(value, bool):
-        value = None
-    try:
-        number = int(str(value).strip())
-    except (TypeError, ValueError):
-        number = None
-    if number is None or not low <= number <= high:
-        col.error(var, f"'{value}' is not {expected}")
-        return None
-    return number
-
-
-# A host name or IPv4 address, an optional port and a path of the characters RFC 3986 allows, without quotes (the
-# URLs are written into containerd's hosts.toml and the artifacts' download tasks).
-_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~!$&()*+,;=:@%/-]*)?$")
-
-
-def _check_url(col: _Collector, var: str, value: Any, example: str) -> None:
-    if not isinstance(value, str) or not _URL.match(value.strip()):
-        col.error(var, f"'{value}' is not an http:// or https:// URL; set it like {example}")
-
-
-def _check_registries(col: _Collector, role: Mapping[str, Any]) -> None:
-    mirrors = role["containerd_registry_mirrors"]
-    if not isinstance(mirrors, Mapping):
-        col.error("containerd_registry_mirrors", f"'{mirrors}' is not a mapping; set it like "
-                  "{{docker.io: [https://mirror.example:5000]}}")
-    else:
-        for registry, urls in mirrors.items():
-            var = f"containerd_registry_mirrors[{registry}]"
-            if not isinstance(urls, list) or not urls:
-                col.error(var, f"'{urls}' is not a list of mirror URLs; set it like [https://mirror.example:5000]")
-                continue
-            for url in urls:
-                _check_url(col, var, url, "https://mirror.example:5000")
-        bad = [registry for registry in mirrors if not _registry_host(registry)]
-        if bad:
-            col.error("containerd_registry_mirrors", f"has the key(s) {_bad_values(bad)}, not registry hosts: each "
-                      "key names a directory under /etc/containerd/certs.d; write host[:port] without a scheme or path, "
-                      "like docker.io or registry.example:5000 (or _default)")
-    insecure = role["containerd_insecure_registries"]
-    if not isinstance(insecure, list) or not all(isinstance(item, str) and item.strip() for item in insecure):
-        col.error("containerd_insecure_registries", f"'{insecure}' is not a list of registry hosts (host[:port])")
-    else:
-        bad = [registry for registry in insecure if not _registry_host(registry)]
-        if bad:
-            col.error("containerd_insecure_registries", f"{_bad_values(bad)} not registry hosts; write host[:port] "
-                      "without a scheme or path, like registry.example:5000")
-    auths = role["containerd_registry_auths"]
-    if isinstance(auths, Mapping):
-        bad = [registry for registry in auths if not _registry_host(registry)]
-        if bad:
-            col.error("containerd_registry_auths", f"has the key(s) {_bad_values(bad)}, not registry hosts; write "
-                      "host[:port] without a scheme or path, like registry.example:5000")
-    if not isinstance(auths, Mapping) or not all(
-            isinstance(auth, Mapping) and {"username", "password"} <= set(auth) for auth in auths.values()):
-        # Never the value: it holds passwords.
-        col.error("containerd_registry_auths", "is not a mapping of registry host to {username: ..., password: ...}")
-
-
-def _registry_host(registry: Any) -> bool:
-    return isinstance(registry, str) and (registry == "_default" or bool(_REGISTRY_HOST.match(registry)))
-
-
-def _check_cert_sans(col: _Collector, sans: Any) -> None:
-    """Extra names of the API server's certificate (kubeadm's certSANs): each a DNS name or an IP address."""
-    if not isinstance(sans, list):
-        col.error("control_plane_cert_sans", f"is a {type(sans).__name__}; set a list of DNS names and IP addresses, "
-                  "like [api.example.com, 192.0.2.10]")
-        return
-    bad = [san for san in sans if not (isinstance(san, str) and _ip(san) is not None and san.strip() == san)
-           and dns_name_problem(san, wildcard=True)]
-    if bad:
-        col.error("control_plane_cert_sans", f"{_bad_values(bad)} {'is' if len(bad) == 1 else 'are'} neither a DNS "
-                  "name nor an IP address, which is all a certificate's subject alternative name holds; write each as "
-                  "a DNS name (api.example.com, *.example.com) or an IP address (192.0.2.10)")
-
-
-def _coredns_upstream(value: Any) -> bool:
-    """One of CoreDNS's forward destinations as the role writes them: IP, IP:port, [IPv6]:port, or a resolv.conf path."""
-    if not isinstance(value, str) or value != value.strip() or not value:
-        return False
-    if value.startswith("/"):
-        return bool(_SAFE_PATH.match(value))
-    if _ip(value) is not None:
-        return True
-    host, port = _parse_endpoint(value, 53)
-    bracketed = value.startswith("[") or value.count(":") == 1
-    return bracketed and port is not None and _ip(host) is not None
-
-
-def _check_coredns_upstreams(col: _Collector, upstreams: Any) -> None:
-    if not isinstance(upstreams, list):
-        col.error("control_plane_coredns_upstreams", f"is a {type(upstreams).__name__}; set a list of resolvers, like "
-                  "[192.0.2.53, '192.0.2.54:5353'], or [] to answer inside the cluster only")
-        return
-    bad = [upstream for upstream in upstreams if not _coredns_upstream(upstream)]
-    if bad:
-        col.error("control_plane_coredns_upstreams", f"{_bad_values(bad)} {'is' if len(bad) == 1 else 'are'} not a "
-                  "resolver CoreDNS forwards to; write each as an IP address with an optional port (192.0.2.53, "
-                  "192.0.2.53:5353, [2001:db8::53]:53) or the path of a resolv.conf on the nodes (/etc/resolv.conf)")
-
-
-def _check_roles(col: _Collector, role: Mapping[str, Any], lb_mode: str, cni: str, kubesphere: bool,
-                 endpoint: Mapping[str, Any], control_planes: list[str], reader: BundleReader | None = None) -> None:
-    """The role variables whose mistakes the roles would otherwise find only after hosts changed."""
-    if role["control_plane_kube_proxy_mode"] not in KUBE_PROXY_MODES:
-        col.error("control_plane_kube_proxy_mode", f"unknown value '{role['control_plane_kube_proxy_mode']}'; "
-                  f"set one of: {', '.join(KUBE_PROXY_MODES)}")
-    conntrack = role["control_plane_kube_proxy_conntrack_max_per_core"]
-    if str(conntrack).strip() != "auto":
-        _int(col, "control_plane_kube_proxy_conntrack_max_per_core", conntrack, 0, 2**31 - 1,
-             "auto or a number (0 leaves nf_conntrack_max alone)")
-    if cni == "flannel" and role["cni_flannel_backend"] not in FLANNEL_BACKENDS:
-        col.error("cni_flannel_backend", f"unknown value '{role['cni_flannel_backend']}'; set one of: {', '.join(FLANNEL_BACKENDS)}")
-    if cni in ("calico", "cilium") and not str(role["cni_manifest_src"] or "").strip():
-        col.error("cni_manifest_src", f"slipway_cni is {cni}: set it to the upstream manifest of the release you want, a "
-                  "file on the controller (calico: calico.yaml of the release; cilium: the output of `helm template "
-                  "cilium cilium/cilium --namespace kube-system`)")
-    lb_port, api_port = endpoint.get("lb_port"), endpoint.get("apiserver_port")
-    lb_hosts = endpoint.get("lb_hosts") or []
-    beside_apiserver = lb_mode == "local_haproxy" or (lb_mode == "vip" and set(lb_hosts) & set(control_planes))
-    if lb_port and api_port and lb_port == api_port and beside_apiserver:
-        col.error("slipway_lb_port", f"is {lb_port} like slipway_apiserver_port, but haproxy runs on the control planes "
-                  f"next to kube-apiserver ({lb_mode} mode): set slipway_lb_port to another port, e.g. 8443"
-                  + (", or put dedicated hosts in the loadbalancer group" if lb_mode == "vip" else ""))
-    if lb_mode in ("local_haproxy", "vip"):
-        health = _int(col, "loadbalancer_haproxy_health_port", role["loadbalancer_haproxy_health_port"], 1, 65535,
-                      "a TCP port; set a number from 1 to 65535")
-        if health is not None and health in (lb_port, api_port):
-            col.error("loadbalancer_haproxy_health_port", f"is {health}, the port of "
-                      f"{'haproxy' if health == lb_port else 'kube-apiserver'}; choose another free TCP port")
-    if lb_mode == "vip":
-        router_id = _int(col, "loadbalancer_keepalived_virtual_router_id", role["loadbalancer_keepalived_virtual_router_id"],
-                         0, 255, "a VRRP router id; set a number from 1 to 255, or 0 to derive it from the virtual IP")
-        if isinstance(endpoint, dict) and endpoint.get("vip"):
-            # 0: derived from the virtual IP, so clusters beside each other get different ids.
-            endpoint["vrrp_router_id"] = router_id or int(hashlib.sha1(endpoint["vip"].encode()).hexdigest()[:8], 16) % 255 + 1
-        if len(str(role["loadbalancer_keepalived_auth_pass"] or "")) > 8:
-            col.error("loadbalancer_keepalived_auth_pass", "is longer than 8 characters, and VRRP ignores the rest; "
-                      "shorten it")
-        # Written unquoted into keepalived.conf. Never the value: it is a password.
-        if not re.match(r"^[A-Za-z0-9._+=@%^&*,:-]*$", str(role["loadbalancer_keepalived_auth_pass"] or "")):
-            col.error("loadbalancer_keepalived_auth_pass", "has a blank, a quote or a character keepalived.conf reads "
-                      "as a comment or block ('#', '!', '{', '}'); use letters, digits and . _ + = @ % ^ & * , : -")
-        if len(lb_hosts) > 100:
-            col.error("group loadbalancer", f"has {len(lb_hosts)} hosts; keepalived takes at most 100")
-    _check_registries(col, role)
-    _check_hardening(col, role)
-    for name in ("node_join_token_ttl", "control_plane_join_token_ttl"):
-        ttl = str(role[name]).strip()
-        if not ttl or not re.match(r"^([0-9]+h)?([0-9]+m)?([0-9]+s)?$", ttl):
-            col.error(name, f"'{role[name]}' is not a duration; set one such as 15m or 1h")
-    if not str(role["etcd_pki_dir"] or "").startswith("/"):
-        col.error("etcd_pki_dir", f"'{role['etcd_pki_dir']}' is not an absolute path; set a directory such as /etc/etcd/pki")
-    elif not _SAFE_PATH.match(str(role["etcd_pki_dir"])):
-        col.error("etcd_pki_dir", f"'{role['etcd_pki_dir']}' has a character a path in etcd's unit and command lines "
-                  "cannot hold (blanks, quotes, ;, $, `, ...); set a directory such as /etc/etcd/pki")
-    _check_cert_sans(col, role["control_plane_cert_sans"])
-    _check_coredns_upstreams(col, role["control_plane_coredns_upstreams"])
-    _check_operator(col, role)
-    _int(col, "metrics_server_replicas", role["metrics_server_replicas"], 1, 1000, "a number of replicas; set 1 or more")
-    types = role["metrics_server_kubelet_preferred_address_types"]
-    if not isinstance(types, list) or not types or any(item not in KUBELET_ADDRESS_TYPES for item in types):
-        col.error("metrics_server_kubelet_preferred_address_types", f"'{types}' is not a list of "
-                  f"{', '.join(KUBELET_ADDRESS_TYPES)}")
-    configuration = role["kubesphere_cluster_configuration"]
-    merge_type = role["kubesphere_cluster_configuration_merge_type"]
-    if not isinstance(configuration, (Mapping, str)):
-        col.error("kubesphere_cluster_configuration", f"is a {type(configuration).__name__}; set a mapping (a "
-                  "ClusterConfiguration or its spec) or the path of a YAML file on the controller")
-    if kubesphere and isinstance(configuration, str) and configuration and hasattr(reader, "yaml_file"):
-        _check_cluster_configuration_file(col, configuration, reader)
-    if merge_type not in MERGE_TYPES:
-        col.error("kubesphere_cluster_configuration_merge_type", f"unknown value '{merge_type}'; set one of: "
-                  f"{', '.join(MERGE_TYPES)}")
-    elif kubesphere and merge_type == "replace" and not configuration:
-        col.error("kubesphere_cluster_configuration", "is empty with kubesphere_cluster_configuration_merge_type "
-                  "replace, which would empty the stored spec; give the ClusterConfiguration")
-
-
-def _check_operator(col: _Collector, role: Mapping[str, Any]) -> None:
-    """slipway-operator's settings (roles/operator), with or without slipway_operator_enabled: playbooks/operator.yml
-    deploys it on any cluster."""
-    if role["operator_image_pull_policy"] not in IMAGE_PULL_POLICIES:
-        col.error("operator_image_pull_policy", f"unknown value '{role['operator_image_pull_policy']}'; set one of: "
-                  f"{', '.join(IMAGE_PULL_POLICIES)}")
-    _int(col, "operator_replicas", role["operator_replicas"], 1, 100, "a number of replicas; set 1 or more (2: one "
-         "stands by)")
-    _int(col, "operator_metrics_port", role["operator_metrics_port"], 1, 65535, "a TCP port; set a number from 1 to 65535")
-    _int(col, "operator_resync_seconds", role["operator_resync_seconds"], 1, 86400 * 7, "a number of seconds; set 1 or more")
-    _int(col, "operator_debounce_seconds", role["operator_debounce_seconds"], 0, 3600, "a number of seconds; set 0 or more")
-    extra = role["operator_kubesphere_vars"]
-    if not isinstance(extra, Mapping):
-        col.error("operator_kubesphere_vars", f"is a {type(extra).__name__}; set a mapping of kubesphere_* settings")
-    else:
-        own = [name for name in OPERATOR_OWN_KUBESPHERE_VARS if name in extra]
-        if own:
-            col.error("operator_kubesphere_vars", f"sets {', '.join(own)}, which the operator sets itself (its service "
-                      "account, the stored ClusterConfiguration); remove them")
-
-
-def _check_hardening(col: _Collector, role: Mapping[str, Any]) -> None:
-    """The audit log's limits (the CIS benchmark asks for at least 30 days, 10 files, 100 MB), the
-    encryption provider and the pods' process limit."""
-    for name, low in (("control_plane_audit_log_maxage", 0), ("control_plane_audit_log_maxbackup", 0),
-                      ("control_plane_audit_log_maxsize", 1)):
-        _int(col, name, role[name], low, 100000, "a number (days, files or megabytes)")
-    if role["control_plane_encryption_provider"] not in ENCRYPTION_PROVIDERS:
-        col.error("control_plane_encryption_provider", f"unknown value '{role['control_plane_encryption_provider']}'; "
-                  f"set one of: {', '.join(ENCRYPTION_PROVIDERS)}")
-    _int(col, "control_plane_kubelet_pod_pids_limit", role["control_plane_kubelet_pod_pids_limit"], -1, 2**22,
-         "a number of processes per pod (-1 for no limit)")
-    if not isinstance(role["control_plane_audit_policy_src"], str):
-        col.error("control_plane_audit_policy_src", "is not a path; give the path of an audit Policy file on the "
-                  "controller, or leave it empty for the collection's policy")
-
-
-def _check_cluster_configuration_file(col: _Collector, path: str, reader: BundleReader) -> None:
-    """The ClusterConfiguration file the kubesphere role would read only after the cluster was made."""
-    data, why = reader.yaml_file(path)
-    name = "kubesphere_cluster_configuration"
-    if why is not None:
-        col.error(name, f"the file {path} {why}; give the path of a ClusterConfiguration YAML file on the controller, "
-                  "or the ClusterConfiguration itself as a mapping")
-    elif not isinstance(data, Mapping):
-        col.error(name, f"the file {path} holds a {type(data).__name__}, not a ClusterConfiguration (a mapping)")
-    elif "kind" in data and data["kind"] != "ClusterConfiguration":
-        col.error(name, f"the file {path} is a {data['kind']}, not a ClusterConfiguration (installer.kubesphere.io)")
-    elif "spec" in data and not isinstance(data["spec"], Mapping):
-        col.error(name, f"the file {path} has a spec that is a {type(data['spec']).__name__}, not a mapping")
-
-
-def _check_kubespray(col: _Collector, given: Mapping[str, Any], effective: Mapping[str, Any]) -> list[str]:
-    from ansible_collections.slipway.cluster.plugins.module_utils import _kubespray as kubespray
-
+def _check_kubespray(col: Collector, given: Mapping[str, Any], effective: Mapping[str, Any]) -> list[str]:
     problems, accepted = kubespray.check(given, effective)
     for name, message in problems:
         col.error(name, message)
@@ -845,8 +432,6 @@ _PRERELEASE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)[-+](\S+)$")
 
 
 def _prerelease_message(text: str, match: re.Match) -> str:
-    from ansible_collections.slipway.cluster.plugins.module_utils._artifacts import KUBERNETES_RELEASES
-
     minor = f"{match.group(1)}.{match.group(2)}"
     if minor in KUBERNETES_RELEASES:
         release = f"{minor}.{KUBERNETES_RELEASES[minor]}"
@@ -857,7 +442,7 @@ def _prerelease_message(text: str, match: re.Match) -> str:
             f"installs released versions only: set a release such as {release}")
 
 
-def _check_names_of_the_cluster(col: _Collector, settings: Mapping[str, Any]) -> None:
+def _check_names_of_the_cluster(col: Collector, settings: Mapping[str, Any]) -> None:
     """The DNS domain and the cluster's name, against the limits of what takes them."""
     domain = settings["slipway_dns_domain"]
     longest = DNS_NAME_MAX - len(_SERVICE_FQDN_PREFIX)
@@ -884,7 +469,7 @@ _WHERE_TO_PUT = (f"put it in {GROUP_CONTROL_PLANE} (a control plane), {GROUP_NOD
                  f"external etcd member) or {GROUP_LB} (a vip load balancer)")
 
 
-def _check_unused_hosts(col: _Collector, groups: Mapping[str, Any], used: list[str]) -> None:
+def _check_unused_hosts(col: Collector, groups: Mapping[str, Any], used: list[str]) -> None:
     """A host of the inventory in no group the cluster uses is not silently dropped: one in no group, in kubespray's
     older groups or in a misspelt one is an error; one the user put in a group of their own only (a spare machine,
     a bastion) is a warning."""
@@ -925,17 +510,15 @@ def _check_unused_hosts(col: _Collector, groups: Mapping[str, Any], used: list[s
 def check_settings(settings: Mapping[str, Any], bundle: BundleReader | None = None) -> list[str]:
     """The settings and role variables alone, for a playbook that runs without an inventory (operator.yml and
     kubesphere.yml with a kubeconfig of the controller): raise ModelError with every problem, or return the warnings."""
-    from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY
-
-    col = _Collector()
+    col = Collector()
     _check_setting_names(col, settings)
     given = {k: v for k, v in settings.items() if v is not None}
-    role = {**ROLE_DEFAULTS, **{k: v for k, v in given.items() if k in ROLE_DEFAULTS}}
+    role = {**role_defaults(), **{k: v for k, v in given.items() if k in ROLE_VARIABLE_NAMES}}
     merged = {**DEFAULT_SETTINGS, **{k: v for k, v in given.items() if k in DEFAULT_SETTINGS}}
     lb_mode = _choice(col, "slipway_lb_mode", merged["slipway_lb_mode"], LB_MODES)
     cni = _choice(col, "slipway_cni", merged["slipway_cni"], CNIS)
     kubesphere = _bool(col, "slipway_kubesphere_enabled", merged["slipway_kubesphere_enabled"])
-    _check_roles(col, role, lb_mode, cni, kubesphere, {}, [], bundle)
+    check_roles(col, role, lb_mode, cni, kubesphere, {}, [], bundle)
     _check_kubespray(col, {k: v for k, v in given.items() if k in KUBESPRAY}, {**merged, **role})
     if col.problems:
         raise ModelError(col.problems, col.warnings)
@@ -953,14 +536,12 @@ def build_model(
     ``check_k8s_cluster``: the group k8s_cluster must hold every control plane and node, as the
     plays on it would otherwise run on a subset (site.yml completes it before; other playbooks do not).
     """
-    from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY
-
-    col = _Collector()
+    col = Collector()
     if exclude:
         groups = {name: [host for host in (members or []) if host not in exclude] for name, members in groups.items()}
     _check_setting_names(col, settings)
     given = {k: v for k, v in settings.items() if v is not None}
-    role = {**ROLE_DEFAULTS, **{k: v for k, v in given.items() if k in ROLE_DEFAULTS}}
+    role = {**role_defaults(), **{k: v for k, v in given.items() if k in ROLE_VARIABLE_NAMES}}
     kubespray_given = {k: v for k, v in given.items() if k in KUBESPRAY}
     settings = {**DEFAULT_SETTINGS, **{k: v for k, v in given.items() if k in DEFAULT_SETTINGS}}
 
@@ -1028,18 +609,18 @@ def build_model(
 
     pod = _parse_cidr(col, "slipway_pod_cidr", settings["slipway_pod_cidr"])
     service = _parse_cidr(col, "slipway_service_cidr", settings["slipway_service_cidr"])
-    node_mask = _int(col, "slipway_node_cidr_mask_size", settings["slipway_node_cidr_mask_size"], 1, 128,
-                     "a prefix length; set a number such as 24")
+    node_mask = integer(col, "slipway_node_cidr_mask_size", settings["slipway_node_cidr_mask_size"], 1, 128,
+                        "a prefix length; set a number such as 24")
     endpoint = _endpoint(col, lb_mode, settings, control_planes, addresses, lb_group)
-    _check_networks(col, pod, service, node_mask, addresses, len(cluster_hosts), _ip(endpoint.get("vip") or ""))
+    _check_networks(col, pod, service, node_mask, addresses, len(cluster_hosts), as_ip(endpoint.get("vip") or ""))
     _check_names_of_the_cluster(col, settings)
     if source == "mirror" and settings.get("slipway_artifacts_mirror_url"):
-        _check_url(col, "slipway_artifacts_mirror_url", settings["slipway_artifacts_mirror_url"], "https://files.example")
+        check_url(col, "slipway_artifacts_mirror_url", settings["slipway_artifacts_mirror_url"], "https://files.example")
     registry = str(settings.get("slipway_artifacts_registry_mirror") or "")
     if registry and (not re.match(r"^[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._/-]*)?$", registry)):
         col.error("slipway_artifacts_registry_mirror", f"'{registry}' is not a registry; set host[:port] without "
                   "http://, like registry.example:5000")
-    _check_roles(col, role, lb_mode, cni, kubesphere, endpoint, control_planes, bundle)
+    check_roles(col, role, lb_mode, cni, kubesphere, endpoint, control_planes, bundle)
     accepted = _check_kubespray(col, kubespray_given, {**settings, **role})
 
     if col.problems or pod is None or service is None:

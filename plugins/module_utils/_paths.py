@@ -37,3 +37,9 @@ def controller_path(path: object, fallbacks: Iterable[object] = (), cwd: str | N
         if os.path.exists(candidate):
             return candidate
     return here
+
+
+def controller_cache_dir() -> str:
+    """The controller user's cache directory for the collection: ``$XDG_CACHE_HOME/slipway`` (``~/.cache/slipway``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "slipway")

@@ -144,10 +144,10 @@ def upgrade_plan(
     newer = {name: info["parts"] for name, info in versions.items()
              if any((parse_version(v) or (0, 0, 0)) > target for v in info["parts"].values())}
     for name, parts in sorted(newer.items()):
-        runs = ", ".join(f"{part} {version}" for part, version in parts.items() if parse_version(version) > target)
+        runs = ", ".join(f"{part} {version}" for part, version in parts.items() if (parse_version(version) or (0, 0, 0)) > target)
         problems.append(f"node {name} runs {runs}, newer than the target {target_text}: upgrade.yml does not downgrade "
                         "(to go back, restore the etcd snapshot taken before the upgrade: docs/operations.md)")
-    behind = {name: info for name, info in versions.items() if parse_version(info["version"]) < target}
+    behind = {name: info for name, info in versions.items() if (parse_version(info["version"]) or (0, 0, 0)) < target}
     starts = sorted({info["version"] for info in behind.values()}, key=lambda v: parse_version(v) or (0, 0, 0))
     start = starts[0] if starts else ""
     if len(starts) > 1:

@@ -277,7 +277,7 @@ class Files:
             if spec["secret"]:
                 diff.update(before="" if created else "(secret content)\n", after="(secret content, changed)\n")
             else:
-                diff.update(before="" if created else before.decode("utf-8", "replace"),
+                diff.update(before="" if before is None else before.decode("utf-8", "replace"),
                             after=content.decode("utf-8", "replace"))
             if not self.module.check_mode:
                 self._write(path, content, entry, spec.get("validate"))

@@ -116,6 +116,7 @@ refused:
 import copy
 import json
 import time
+from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -125,16 +126,11 @@ from ansible_collections.slipway.cluster.plugins.module_utils._k8s import (
     DynamicApiError,
     K8sError,
     Urllib3Error,
-    _body_text,
-    _NoDiscovery,
-    _plain,
     api_client_or_fail,
+    body_text,
+    dynamic_client,
+    plain_data,
 )
-
-try:
-    from kubernetes.dynamic import DynamicClient
-except ImportError:
-    DynamicClient = None  # api_client_or_fail fails the module first
 
 CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 POLL_SECONDS = 2.0
@@ -148,9 +144,9 @@ class CsrApi:
 
     def _request(self, method, path, body=None):
         try:
-            return self._requester.request(method, path, body=body, serializer=_plain)
+            return self._requester.request(method, path, body=body, serializer=plain_data)
         except DynamicApiError as exc:
-            text = _body_text(exc)
+            text = body_text(exc)
             try:
                 text = json.loads(text).get("message") or text
             except (TypeError, ValueError, AttributeError):
@@ -207,9 +203,9 @@ def main():
         module.fail_json(msg="the Python package cryptography is needed to read certificate requests")
     except ValueError:
         pass
-    api = CsrApi(DynamicClient(api_client_or_fail(module), discoverer=_NoDiscovery))
-    result = {"changed": False, "approved": [], "refused": []}
-    satisfied = set()
+    api = CsrApi(dynamic_client(api_client_or_fail(module)))
+    result: dict[str, Any] = {"changed": False, "approved": [], "refused": []}
+    satisfied: set[str] = set()
     deadline = time.monotonic() + max(module.params["timeout"], 0)
     try:
         while True:

@@ -255,7 +255,7 @@ def capabilities() -> dict:
 
 
 def _socket_inodes() -> dict:
-    owners = {}
+    owners: dict = {}
     for fd in glob.glob("/proc/[0-9]*/fd/*"):
         try:
             target = os.readlink(fd)

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, run
-from kube_apiserver import fixture_kube_api  # noqa: F401  pylint: disable=unused-import  # its API server, for this module
+from kube_apiserver import fixture_kube_api  # pylint: disable=unused-import  # its API server, for this module
 
 FIXTURES = ROOT / "tests" / "unit" / "fixtures"
 KS_INSTALLER_FILE = FIXTURES / "ks-installer-v3.3.2-cluster-configuration.yaml"

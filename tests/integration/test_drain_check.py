@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, run
-from kube_apiserver import fixture_kube_api  # noqa: F401  pylint: disable=unused-import  # its API server, for this module
+from kube_apiserver import fixture_kube_api  # pylint: disable=unused-import  # its API server, for this module
 
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
 
@@ -102,13 +102,13 @@ def check(kube_api, cluster: Cluster, tmp_path: Path, extra: dict | None = None,
         "hosts": "localhost",
         "gather_facts": False,
         "tasks": [
-            {"name": "The plan of the versions, without problems", "ansible.builtin.set_fact": {"_upgrade_plan": {
+            {"name": "The plan of the versions, without problems", "ansible.builtin.set_fact": {"upgrade_plan": {
                 "problems": [], "todo_control_planes": cluster.control_planes, "todo_workers": cluster.workers,
                 "worker_batch": 1}}},
             {"name": "Check the drains", "ansible.builtin.include_role": {
                 "name": "slipway.cluster.upgrade", "tasks_from": "drain_check"}},
             {"name": "Save what the check decided", "ansible.builtin.copy": {
-                "content": "{{ {'plan': _upgrade_plan, 'drains': _upgrade_drains,"
+                "content": "{{ {'plan': upgrade_plan, 'drains': _upgrade_drains,"
                            " 'overridden': _upgrade_drains_overridden} | to_json }}",
                 "dest": str(tmp_path / "decided.json"), "mode": "0600"},
              "check_mode": False},

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from kube_apiserver import fixture_kube_api, free_port, stop_processes  # noqa: F401  pylint: disable=unused-import  # its API server, for this module
+from kube_apiserver import fixture_kube_api, free_port, stop_processes  # pylint: disable=unused-import  # its API server, for this module
 from test_cluster_configuration_api import ensure_namespace, wait_for
 
 sys.path.insert(0, str(ROOT / "operator"))

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from conftest import ROOT, run
-from kube_apiserver import fixture_kube_api  # noqa: F401  pylint: disable=unused-import  # its API server, for this module
+from kube_apiserver import fixture_kube_api  # pylint: disable=unused-import  # its API server, for this module
 
 CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 

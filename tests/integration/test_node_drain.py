@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, run
-from kube_apiserver import fixture_kube_api  # noqa: F401  pylint: disable=unused-import  # its API server, for this module
+from kube_apiserver import fixture_kube_api  # pylint: disable=unused-import  # its API server, for this module
 
 MODULE = "slipway.cluster.node_drain"
 

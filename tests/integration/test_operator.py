@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, run
-from kube_apiserver import fixture_kube_api, free_port, stop_processes  # noqa: F401  pylint: disable=unused-import  # its API server, for this module
+from kube_apiserver import fixture_kube_api, free_port, stop_processes  # pylint: disable=unused-import  # its API server, for this module
 from test_cluster_configuration_api import CC_PATH, CRD_PATH, ansible_env, ensure_namespace, remove_crd, wait_for
 
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/kubesphere-system/leases/slipway-operator"

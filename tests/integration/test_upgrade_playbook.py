@@ -1,7 +1,7 @@
 """playbooks/upgrade.yml's serial plays: which nodes go together, and in which order.
 
 A play's ``serial`` is templated without a host, so an inventory variable is not seen there: the play reads the
-batch the first play decided (``_upgrade_plan.worker_batch`` on the first control plane). The groups of nodes to do
+batch the first play decided (``upgrade_plan.worker_batch`` on the first control plane). The groups of nodes to do
 are made by group_by, which lists hosts in the order their results came back; the plays take them in the
 inventory's order, so that the first control plane (which runs ``kubeadm upgrade apply``) goes before the others.
 These run the plays' real ``hosts`` and ``serial``, copied from upgrade.yml, on local hosts.
@@ -42,7 +42,7 @@ def _batches(tmp_path: Path, tool, inventory: str, extra: list[str]) -> list[lis
             "tasks": [{
                 "name": "The plan",
                 "ansible.builtin.set_fact": {
-                    "_upgrade_plan": "{{ {'worker_batch': upgrade_worker_batch | default(1) | int} }}",
+                    "upgrade_plan": "{{ {'worker_batch': upgrade_worker_batch | default(1) | int} }}",
                 },
                 "run_once": True,
             }, {
@@ -121,7 +121,7 @@ def test_the_nodes_go_in_the_inventorys_order_whatever_order_the_groups_were_mad
                          ["cp2", "slipway_upgrade_control_planes"], ["cp1", "slipway_upgrade_control_planes"]],
             }, {
                 "name": "The plan's batch",
-                "ansible.builtin.set_fact": {"_upgrade_plan": {"worker_batch": 1}},
+                "ansible.builtin.set_fact": {"upgrade_plan": {"worker_batch": 1}},
                 "delegate_to": "cp1",
                 "delegate_facts": True,
             }],

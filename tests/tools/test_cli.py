@@ -64,6 +64,31 @@ def fake_monitoring(tmp_path, calls=None):
     return build
 
 
+def fake_kscore(tmp_path, calls=None):
+    """kscore.build's stand-in: KubeSphere's ks-apiserver image and its component, counting its calls."""
+    def build(backend, sources=None):
+        if calls is not None:
+            calls.append((backend.kubernetes_version, sources))
+        archive = tmp_path / "src" / "ks-apiserver.tar"
+        archive.parent.mkdir(exist_ok=True)
+        archive.write_bytes(b"ks-apiserver image")
+        return ([("images/ks-apiserver.tar", str(archive), "ks-apiserver", "docker.io/kubesphere/ks-apiserver:v3.4.1",
+                  "kubesphere_ks_apiserver")],
+                {"kubesphere_ks_apiserver": {"version": "v3.4.1", "source": "test"}})
+    return build
+
+
+def patch_kscore(monkeypatch, tmp_path, calls=None):
+    """KubeSphere's sources: two small archives instead of shared/reference/kubesphere."""
+    sources = tmp_path / "kubesphere-sources"
+    sources.mkdir(exist_ok=True)
+    for name in (cli.versions.KUBESPHERE_CORE["kubesphere_archive"], cli.versions.KUBESPHERE_CORE["console_archive"]):
+        (sources / name).write_bytes(name.encode())
+    monkeypatch.setenv(cli.kscore.SOURCES_ENV, str(sources))
+    monkeypatch.setattr(cli.kscore, "build", fake_kscore(tmp_path, calls))
+    return str(sources)
+
+
 def fake_runtime(tmp_path, calls=None):
     """runtime.build's stand-in: containerd's programs and runc, counting its calls."""
     def build(backend):
@@ -96,6 +121,7 @@ def run_build(tmp_path, backend, monkeypatch):
     monkeypatch.setattr(cli, "make_backend", lambda *args, **kwargs: backend)
     monkeypatch.setattr(cli.pyimage, "build", fake_operator_image(tmp_path))
     monkeypatch.setattr(cli.monitoring, "build", fake_monitoring(tmp_path))
+    patch_kscore(monkeypatch, tmp_path)
     patch_runtime(monkeypatch, tmp_path)
     args = argparse.Namespace(out=str(tmp_path / "bundle"), cache_dir=str(tmp_path / "cache"),
                               backend="source", kubernetes_version="v1.37.1")
@@ -146,7 +172,7 @@ def test_verify_command(tmp_path, monkeypatch):
     ok = subprocess.run([sys.executable, BUILD_PY, "verify", bundle], capture_output=True, check=False,
                         text=True)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "5 binaries and 3 images match" in ok.stdout
+    assert "5 binaries and 4 images match" in ok.stdout
     # the runtime's programs must print the version the manifest gives them
     runc = os.path.join(bundle, "bin", "runc")
     with open(runc, encoding="utf-8") as handle:
@@ -191,6 +217,8 @@ def test_two_releases(tmp_path, monkeypatch):
     monkeypatch.setattr(cli.pyimage, "build", fake_operator_image(tmp_path))
     monitoring_calls = []
     monkeypatch.setattr(cli.monitoring, "build", fake_monitoring(tmp_path, monitoring_calls))
+    kscore_calls = []
+    sources = patch_kscore(monkeypatch, tmp_path, kscore_calls)
     runtime_calls = []
     patch_runtime(monkeypatch, tmp_path, runtime_calls)
     args = argparse.Namespace(out=str(tmp_path / "bundle"), cache_dir=str(tmp_path / "cache"),
@@ -210,8 +238,13 @@ def test_two_releases(tmp_path, monkeypatch):
             "containerd": "containerd", "containerd-shim-runc-v2": "containerd", "ctr": "containerd", "runc": "runc"}
         assert (release["components"]["containerd"]["version"], release["components"]["runc"]["version"]) == (
             "v2.3.7", "v1.5.2")
-    # KubeSphere's monitoring images: built once, in both releases with their component
+    # KubeSphere's monitoring images and its core: built once, in both releases with their component
     assert monitoring_calls == ["v1.37.1"]
+    assert kscore_calls == [("v1.37.1", sources)]
+    for release in (data, data["releases"][0]):
+        assert any(image["name"] == "ks-apiserver" and image["component"] == "kubesphere_ks_apiserver"
+                   for image in release["images"])
+        assert release["components"]["kubesphere_ks_apiserver"]["version"] == "v3.4.1"
     for release, prefix in ((data, ""), (data["releases"][0], "releases/v1.36.5/")):
         entry = next(image for image in release["images"] if image["name"] == "prometheus")
         assert entry["path"] == prefix + "images/prometheus.tar"
@@ -265,6 +298,8 @@ def test_without_leaves_out_the_optional_images(tmp_path, monkeypatch):
 
     monkeypatch.setattr(cli.pyimage, "build", refuse)
     monkeypatch.setattr(cli.monitoring, "build", refuse)
+    monkeypatch.setattr(cli.kscore, "build", refuse)
+    monkeypatch.setattr(cli.kscore, "sources_dir", refuse)
     patch_runtime(monkeypatch, tmp_path)
     args = argparse.Namespace(out=str(tmp_path / "bundle"), cache_dir=str(tmp_path / "cache"), backend="source",
                               kubernetes_version=["v1.37.1"], without=["kubesphere", "operator"])
@@ -275,12 +310,18 @@ def test_without_leaves_out_the_optional_images(tmp_path, monkeypatch):
     # the full bundle again: its own stamp, the optional images back
     monkeypatch.setattr(cli.pyimage, "build", fake_operator_image(tmp_path))
     monkeypatch.setattr(cli.monitoring, "build", fake_monitoring(tmp_path))
+    monkeypatch.undo()
+    monkeypatch.setattr(cli, "make_backend", lambda *args, **kwargs: backend)
+    monkeypatch.setattr(cli.pyimage, "build", fake_operator_image(tmp_path))
+    monkeypatch.setattr(cli.monitoring, "build", fake_monitoring(tmp_path))
+    patch_kscore(monkeypatch, tmp_path)
+    patch_runtime(monkeypatch, tmp_path)
     args.without = []
     out = io.StringIO()
     assert cli.build(args, out=out) == 0
     assert "up to date" not in out.getvalue()
     assert sorted(entry["name"] for entry in manifest.load(str(tmp_path / "bundle"))["images"]) == [
-        "pause", "prometheus", "slipway-operator"]
+        "ks-apiserver", "pause", "prometheus", "slipway-operator"]
 
 
 def test_default_names_the_default_release(tmp_path, monkeypatch):

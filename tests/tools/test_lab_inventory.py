@@ -32,7 +32,7 @@ def test_no_kubesphere_settings_without_kubesphere():
 def test_kubesphere_in_the_lab_waits_for_what_it_can_run():
     found = inventory_vars({"slipway_kubesphere_enabled": True})
     assert found["kubesphere_image_pull_policy"] == "Never"
-    assert found["kubesphere_wait"] == ["metrics_server", "monitoring", "alerting"]
+    assert found["kubesphere_wait"] == ["metrics_server", "monitoring", "alerting", "core"]
     assert found["kubesphere_cluster_configuration"] == {"spec": {"monitoring": {"prometheus": {"volumeSize": ""}}}}
 
 

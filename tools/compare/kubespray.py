@@ -15,7 +15,7 @@ import yaml
 try:  # run as `python -m compare` (tools/ on sys.path) or imported by the tests the same way
     from compare.bundle import Release, Served
 except ImportError:  # pragma: no cover
-    from bundle import Release, Served  # type: ignore[no-redef]
+    from bundle import Release, Served  # type: ignore[no-redef,attr-defined]
 
 GROUPS = ("kube_control_plane", "kube_node", "etcd")
 # The playbooks of kubespray's top directory, one per step of the comparison.

@@ -10,7 +10,7 @@ from pathlib import Path
 try:
     from compare.report import StepResult, failure
 except ImportError:  # pragma: no cover
-    from report import StepResult, failure  # type: ignore[no-redef]
+    from report import StepResult, failure  # type: ignore[no-redef,import-not-found]
 
 Recap = Callable[[str], dict[str, dict[str, int]]]
 

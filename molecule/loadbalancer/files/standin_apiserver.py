@@ -21,7 +21,7 @@ PR_SET_NAME = 15
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+    def do_GET(self) -> None:  # the name http.server calls
         if self.path.split("?", 1)[0] in HEALTH_PATHS:
             body = f"ok from {socket.gethostname()}\n".encode()
             self.send_response(200)
@@ -33,7 +33,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: object) -> None:  # the base class's name
         """Health checks arrive every two seconds: keep the journal quiet."""
 
 

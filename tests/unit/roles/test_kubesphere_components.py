@@ -1,7 +1,7 @@
-# Unit tests of the kubesphere role's component table (_kubesphere_components in vars/main.yml), the one
-# place a component is described: it agrees with the plan's catalogue (status keys, parents, install
-# order), names only files, images and readiness checks that exist, and the role walks it with
-# includes at most two deep from tasks/main.yml.
+# Unit tests of the kubesphere role's component table (_kubesphere_components in vars/main.yml), which says how
+# a component is installed: its entries are components of the plan's catalogue, the one home of what a component
+# is (status key, parent, install order), and repeat none of it; it names only files, images and readiness checks
+# that exist, and the role walks it with includes at most two deep from tasks/main.yml.
 from __future__ import annotations
 
 import os
@@ -14,8 +14,8 @@ from ansible_collections.slipway.cluster.plugins.module_utils import _cluster_co
 
 COLLECTION = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(COLLECTION, "roles", "kubesphere")
-REQUIRED = {"status_key", "requires", "namespaces", "templates", "images", "ready"}
-OPTIONAL = {"crds", "objects_from", "refuse", "prepare", "webhook"}
+REQUIRED = {"namespaces", "templates", "images", "ready"}
+OPTIONAL = {"crds", "objects_from", "refuse", "prepare", "check", "webhook"}
 READY_KEYS = {"api_version", "kind", "namespace", "name", "label_selectors", "condition"}
 IMAGE_REFERENCE = re.compile(r"_kubesphere_(?:core_)?image\.(\w+)")
 INCLUDES = ("ansible.builtin.include_tasks", "ansible.builtin.import_tasks", "ansible.builtin.include_role",
@@ -34,10 +34,14 @@ IMAGES = load(ROLE, "defaults", "main.yml")["kubesphere_images"]
 NAMES = sorted(TABLE)
 
 
-def test_every_entry_is_a_component_of_the_plan_with_its_status_key():
+def test_every_entry_is_a_component_of_the_plan():
     assert set(TABLE) <= set(cc.COMPONENT_NAMES), set(TABLE) - set(cc.COMPONENT_NAMES)
-    for name, entry in TABLE.items():
-        assert entry["status_key"] == ".".join(cc.COMPONENTS[name].status_path), name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_what_a_component_is_has_one_home_the_plans_catalogue(name):
+    """Status key, parent and install order are the catalogue's (_cluster_configuration.py): the table has none."""
+    assert not set(TABLE[name]) & {"status_key", "status", "requires", "parent", "order"}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -45,19 +49,14 @@ def test_an_entry_has_the_documented_keys_only(name):
     entry = TABLE[name]
     assert REQUIRED <= set(entry), REQUIRED - set(entry)
     assert set(entry) <= REQUIRED | OPTIONAL, set(entry) - REQUIRED - OPTIONAL
-    for key in ("requires", "namespaces", "templates", "images", "ready", "crds", "prepare", "refuse"):
+    for key in ("namespaces", "templates", "images", "ready", "crds", "prepare", "check", "refuse"):
         assert isinstance(entry.get(key, []), list), key
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_requirements_are_installed_before_and_include_the_parent(name):
-    order = list(cc.COMPONENT_NAMES)
-    requires = TABLE[name]["requires"]
-    for required in requires:
-        assert required in TABLE, f"{name} requires {required}, which the role does not install"
-        assert order.index(required) < order.index(name), f"{required} comes after {name} in install order"
+def test_a_child_is_installed_only_with_its_parent(name):
     parent = cc.COMPONENTS[name].parent
-    assert parent is None or parent in requires, f"{name} must require its parent {parent}"
+    assert parent is None or parent in TABLE, f"{name} is installed, its parent {parent} is not"
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -68,7 +67,7 @@ def test_files_named_by_an_entry_exist(name):
         assert os.path.isfile(os.path.join(ROLE, "templates", template)), template
     for crd in entry.get("crds", []):
         assert os.path.isfile(os.path.join(ROLE, "files", crd)), crd
-    for task_file in entry.get("prepare", []):
+    for task_file in entry.get("prepare", []) + entry.get("check", []):
         assert os.path.isfile(os.path.join(ROLE, "tasks", task_file)), task_file
     if "objects_from" in entry:
         source = entry["objects_from"]
@@ -149,8 +148,9 @@ def included_files(path):
                     found.append(os.path.join(COLLECTION, "roles", role, "tasks",
                                               target.get("tasks_from", "main").replace(".yml", "") + ".yml"))
             elif "{{" in target:
-                assert target == "{{ _kubesphere_prepare }}", target
-                found += [os.path.join(tasks_dir, name) for entry in TABLE.values() for name in entry.get("prepare", [])]
+                key = {"{{ _kubesphere_prepare }}": "prepare", "{{ _kubesphere_check }}": "check"}.get(target)
+                assert key, target
+                found += [os.path.join(tasks_dir, name) for entry in TABLE.values() for name in entry.get(key, [])]
             else:
                 found.append(os.path.join(tasks_dir, target))
     return found

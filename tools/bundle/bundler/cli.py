@@ -7,13 +7,13 @@ import shutil
 import sys
 import time
 
-from . import (debs, download, elf, gomod, kubeadm, manifest, monitoring, pyimage, runtime, steps,
-               versions)
+from . import (debs, download, elf, gomod, kscore, kubeadm, manifest, monitoring, pyimage, runtime,
+               steps, versions)
 
 # Failures with a message of their own: reported without a traceback.
 BUILD_ERRORS = (gomod.GoError, debs.DebError, kubeadm.KubeadmError, download.ChecksumError,
                 download.DownloadError, elf.ElfError, manifest.ManifestError,
-                versions.VersionError, pyimage.ImageError)
+                versions.VersionError, pyimage.ImageError, kscore.KsCoreError)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS_BUNDLE = os.path.dirname(HERE)
@@ -27,7 +27,8 @@ BUILD_STAMP = ".build-stamp"
 BACKENDS = ("source", "download")
 # What `--without` can leave out of a bundle: images that only some clusters run. A cluster that needs them and a
 # bundle without them is refused by the cluster model, naming the build that adds them.
-#   kubesphere   KubeSphere's monitoring images (clusters with slipway_kubesphere_enabled or the operator)
+#   kubesphere   KubeSphere's images: its core (ks-apiserver, ks-controller-manager, ks-console, built from
+#                shared/reference/kubesphere) and its monitoring (clusters with slipway_kubesphere_enabled or the operator)
 #   operator     the slipway-operator image (slipway_operator_enabled, playbooks/operator.yml)
 OPTIONAL_PARTS = ("kubesphere", "operator")
 
@@ -36,7 +37,8 @@ def builder_sources():
     """Every file of the builder: a change to any of them rebuilds the bundle (the steps inside
     are keyed more narrowly, so the expensive ones are reused when they are not affected)."""
     paths = []
-    for base in (HERE, os.path.join(TOOLS_BUNDLE, "pause"), os.path.join(TOOLS_BUNDLE, "images")):
+    for base in (HERE, os.path.join(TOOLS_BUNDLE, "pause"), os.path.join(TOOLS_BUNDLE, "images"),
+                 kscore.PATCH_DIR):
         for name in sorted(os.listdir(base)):
             full = os.path.join(base, name)
             if os.path.isfile(full) and not name.endswith(".pyc"):
@@ -46,10 +48,10 @@ def builder_sources():
 
 def make_backend(name, kubernetes_version, cache_dir, out=sys.stdout):
     if name == "source":
-        from .source import SourceBackend  # noqa: PLC0415
+        from .source import SourceBackend
         return SourceBackend(kubernetes_version, cache_dir, out)
     if name == "download":
-        from .download import DownloadBackend  # noqa: PLC0415
+        from .download import DownloadBackend
         return DownloadBackend(kubernetes_version, cache_dir, out)
     raise ValueError("unknown backend %r (choose from %s)" % (name, ", ".join(BACKENDS)))
 
@@ -162,6 +164,14 @@ def build(args, out=sys.stdout):
     backend = backends[0]
     inputs = backend.inputs() if len(backends) == 1 else [each.inputs() for each in backends]
     without = sorted(set(getattr(args, "without", None) or ()))
+    # KubeSphere's core is built from archives outside the checkout: their sha256 is part of the key.
+    kubesphere_sources = None
+    if "kubesphere" not in without and backend.name == "source":
+        kubesphere_sources = kscore.sources_dir()
+        inputs = {"backends": inputs, "kubesphere_sources": {
+            name: kscore.file_sha256(os.path.join(kubesphere_sources, name))
+            for name in (versions.KUBESPHERE_CORE["kubesphere_archive"],
+                         versions.KUBESPHERE_CORE["console_archive"])}}
     # The operator image holds the collection, its Python and the locked wheels: what of this
     # checkout it holds is part of the bundle's key.
     # runc links the static libseccomp of the installed libseccomp-dev (runtime.py).
@@ -211,6 +221,10 @@ def build(args, out=sys.stdout):
         watched, watched_components = [], {}
     elif backend.name == "source":
         watched, watched_components = monitoring.build(backend)
+        # Its core, from the sources of shared/reference/kubesphere (the same archives in every release too).
+        core, core_components = kscore.build(backend, sources=kubesphere_sources)
+        watched = watched + core
+        watched_components = dict(watched_components, **core_components)
     else:
         watched, watched_components = backend.kubesphere_monitoring()
     # Nor does the node's container runtime (containerd 2 and runc): the same files in every release.
@@ -300,7 +314,7 @@ def parser():
                            "Default: %s" % " ".join(versions.BUNDLE_KUBERNETES_VERSIONS))
     main.add_argument("--without", action="append", choices=OPTIONAL_PARTS, default=[],
                       help="leave out images that only some clusters run (repeatable): kubesphere "
-                           "(KubeSphere's monitoring images), operator (the slipway-operator image). "
+                           "(KubeSphere's core and monitoring images), operator (the slipway-operator image). "
                            "make lab passes both unless its cluster runs them")
     main.add_argument("--out", default=DEFAULT_OUT, help="bundle directory (default: %(default)s)")
     main.add_argument("--cache-dir", default=DEFAULT_CACHE,

@@ -220,11 +220,18 @@ def write_image(out_path, layer, ref, **config_args):
     return "sha256:" + config_hex
 
 
+def _regular_file(tar, name):
+    handle = tar.extractfile(name)
+    if handle is None:
+        raise ValueError("%s is not a regular file of the archive" % name)
+    return handle
+
+
 def read_image(path):
     """(manifest.json entries, config dict, layer member names) of a docker-archive."""
     with tarfile.open(path) as tar:
-        manifest = json.load(tar.extractfile("manifest.json"))
-        config = json.load(tar.extractfile(manifest[0]["Config"]))
-        layer = tarfile.open(fileobj=tar.extractfile(manifest[0]["Layers"][0]))
+        manifest = json.load(_regular_file(tar, "manifest.json"))
+        config = json.load(_regular_file(tar, manifest[0]["Config"]))
+        layer = tarfile.open(fileobj=_regular_file(tar, manifest[0]["Layers"][0]))
         names = layer.getnames()
     return manifest, config, names

@@ -198,7 +198,10 @@ def extract_members(archive, names, dest_dir):
             base = os.path.basename(member.name)
             if member.isfile() and base in names and base not in found:
                 path = os.path.join(dest_dir, base)
-                with tar.extractfile(member) as src, open(path, "wb") as out:
+                src = tar.extractfile(member)
+                if src is None:  # not reached: a regular file has its content
+                    continue
+                with src, open(path, "wb") as out:
                     shutil.copyfileobj(src, out)
                 os.chmod(path, 0o755)
                 found[base] = path
@@ -290,7 +293,8 @@ class DownloadBackend:
         """KubeSphere's monitoring images as KubeSphere 3.4.1 pins them (the source backend builds
         the nearest versions the Go module proxy serves): the images to add to every release, and
         their components entries."""
-        added, components = [], {}
+        added: list = []
+        components: dict = {}
         for name, ref in sorted(kubesphere_monitoring_refs().items()):
             component = versions.KUBESPHERE_COMPONENT_PREFIX + \
                 versions.KUBESPHERE_MONITORING_IMAGES[name][0]

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import subprocess
+from typing import Any
 
 GO_CHUNK_RE = re.compile(r"^go (\d+)\.(\d+)(?:\.(\d+))?$")
 
@@ -86,7 +87,7 @@ def parse_gomod(text):
     Returns {"module": str, "go": str, "replace": [(old, old_version, new, new_version)],
     "exclude": [(module, version)]}; new_version is None for a local path.
     """
-    result = {"module": None, "go": None, "replace": [], "exclude": []}
+    result: dict[str, Any] = {"module": None, "go": None, "replace": [], "exclude": []}
     block = None
     for raw in text.splitlines():
         line = _strip_comment(raw)
@@ -148,7 +149,7 @@ def tools_gomod(component, upstream_gomods):
     upstream_gomods: {module: go.mod text} of every module in component.requires.
     """
     go_line = "1.21"
-    replaces = {}
+    replaces: dict = {}
     excludes = set()
     for module, _version in component.requires:
         parsed = parse_gomod(upstream_gomods[module])

@@ -78,7 +78,7 @@ def _emit(value, indent, lines):
         for item in value:
             if not isinstance(item, dict) or not item:
                 raise ManifestError("manifest lists hold mappings only, got %r" % (item,))
-            sub = []
+            sub: list[str] = []
             _emit(item, indent + 2, sub)
             sub[0] = pad + "- " + sub[0][indent + 2:]
             lines.extend(sub)
@@ -218,7 +218,7 @@ def parse_subset(text):
 
 def loads(text):
     try:
-        import yaml  # noqa: PLC0415 - optional
+        import yaml  # optional: only this reader needs it
     except ImportError:
         return parse_subset(text)
     return yaml.safe_load(text)

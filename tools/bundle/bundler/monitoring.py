@@ -147,7 +147,7 @@ def go_components(build_dates):
     }
 
 
-def _tree(host_dir, image_dir):
+def tree(host_dir, image_dir):
     """{image path: host file} of every file under host_dir, placed under image_dir."""
     files = {}
     for dirpath, dirnames, filenames in os.walk(host_dir):
@@ -178,8 +178,8 @@ def image_specs(refs, programs, module_dirs):
                        "/LICENSE": os.path.join(prometheus_dir, "LICENSE"),
                        "/NOTICE": os.path.join(prometheus_dir, "NOTICE")}
     for part in ("consoles", "console_libraries"):
-        prometheus_data.update(_tree(os.path.join(prometheus_dir, part),
-                                     "/usr/share/prometheus/" + part))
+        prometheus_data.update(tree(os.path.join(prometheus_dir, part),
+                                    "/usr/share/prometheus/" + part))
     return [
         spec("prometheus-operator", {"/bin/operator": programs["operator"]},
              {"entrypoint": ["/bin/operator"], "user": NOBODY}, busybox=True),

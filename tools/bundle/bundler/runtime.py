@@ -17,6 +17,7 @@ its project's Makefile builds its static release:
 """
 
 import os
+import platform
 import subprocess
 
 from . import debs, gomod, source, versions
@@ -120,7 +121,6 @@ def version_problems(bundle_dir, releases, run=subprocess.run, machine=None):
     """Run each runtime binary of every release with its version flag and compare what it prints with
     the manifest's component version: one line per problem. ``releases``: manifest.releases(data).
     Skipped (empty) when the bundle's architecture is not this machine's."""
-    import platform  # noqa: PLC0415
     machine = machine or platform.machine()
     problems = []
     for release in releases:

@@ -127,6 +127,35 @@ def kubesphere_monitoring_refs():
             for name, (component, repository) in KUBESPHERE_MONITORING_IMAGES.items()}
 
 
+# KubeSphere's core, built from the sources in shared/reference/kubesphere (kscore.py): ks-apiserver and
+# ks-controller-manager from kubesphere/kubesphere (its vendor tree; the module is not on the Go module proxy) and
+# the console from kubesphere/console, at the release KubeSphere's installer 3.4.1 runs.
+KUBESPHERE_CORE = {
+    "version": "v3.4.1",
+    # `git archive` of each repository at tag v3.4.1, and its commit (the sources' README).
+    "kubesphere_archive": "kubesphere-v3.4.1.tar.gz",
+    "kubesphere_commit": "3e0493a1c5e1c4413a7b77e8b408d428220ed929",
+    "console_archive": "console-v3.4.1.tar.gz",
+    "console_commit": "7687bf79bb4b27bca857d967e5d418beacf8249c",
+    # The console's build tool, from the npm registry (its README asks for yarn 1.22.4 or newer 1.x).
+    "yarn": "1.22.22",
+    # Node.js of the console image: Debian bookworm's, the same source version as libnode108's candidate.
+    "node_package": "nodejs",
+}
+# The images, by the bundle's short name (kubesphere_images' key with '-' for '_'): manifest component and repository.
+KUBESPHERE_CORE_IMAGES = {
+    "ks-apiserver": ("ks_apiserver", "docker.io/kubesphere/ks-apiserver"),
+    "ks-controller-manager": ("ks_controller_manager", "docker.io/kubesphere/ks-controller-manager"),
+    "ks-console": ("ks_console", "docker.io/kubesphere/ks-console"),
+}
+
+
+def kubesphere_core_refs():
+    """{image name: full reference} of KubeSphere's core images."""
+    return {name: "%s:%s" % (repository, KUBESPHERE_CORE["version"])
+            for name, (_component, repository) in KUBESPHERE_CORE_IMAGES.items()}
+
+
 # Debian bookworm packages for the source backend's images. The version of busybox in the test
 # image is the upstream part of the busybox-static package version.
 DEBIAN_BUSYBOX_PACKAGE = "busybox-static"

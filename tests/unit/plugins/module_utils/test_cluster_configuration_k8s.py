@@ -9,6 +9,7 @@ import types
 import pytest
 
 from ansible_collections.slipway.cluster.plugins.module_utils import _cluster_configuration as cc
+from ansible_collections.slipway.cluster.plugins.module_utils import _cluster_configuration_api
 from ansible_collections.slipway.cluster.plugins.module_utils import _k8s
 from ansible_collections.slipway.cluster.tests.unit.fixtures.kube_api import FakeApiServer, api_error
 
@@ -152,8 +153,8 @@ def test_api_client_is_wrapped_in_a_dynamic_client_without_discovery(monkeypatch
             made.append((client, cache_file, discoverer))
 
     monkeypatch.setattr(_k8s, "DynamicClient", FakeDynamicClient, raising=False)
-    api = _k8s.ClusterConfigurationApi("the-api-client", name="cc", namespace="ns")
-    assert made == [("the-api-client", None, _k8s._NoDiscovery)]
+    api = _cluster_configuration_api.ClusterConfigurationApi("the-api-client", name="cc", namespace="ns")
+    assert made == [("the-api-client", None, _k8s.NoDiscovery)]
     assert api.path == "/apis/installer.kubesphere.io/v1alpha1/namespaces/ns/clusterconfigurations/cc"
 
 
@@ -164,17 +165,17 @@ def test_api_client_is_wrapped_in_a_dynamic_client_without_discovery(monkeypatch
 ])
 def test_resource_info(served, subresource, info):
     server = FakeApiServer(served=served, status_subresource=subresource)
-    assert _k8s.ClusterConfigurationApi(requester=server).resource_info() == info
+    assert _cluster_configuration_api.ClusterConfigurationApi(requester=server).resource_info() == info
 
 
 def test_require_served_points_at_the_crd():
     with pytest.raises(_k8s.K8sError, match="install the ClusterConfiguration CRD first"):
-        _k8s.ClusterConfigurationApi(requester=FakeApiServer(served=False)).require_served()
+        _cluster_configuration_api.ClusterConfigurationApi(requester=FakeApiServer(served=False)).require_served()
 
 
 def test_get_create_patch_use_plain_rest_paths_and_merge_patches():
     server = FakeApiServer()
-    api = _k8s.ClusterConfigurationApi(requester=server)
+    api = _cluster_configuration_api.ClusterConfigurationApi(requester=server)
     assert api.get() is None
     created = api.create({"apiVersion": cc.API_VERSION, "kind": cc.KIND,
                           "metadata": {"name": "ks-installer", "namespace": "kubesphere-system"}, "spec": {"a": 1}})
@@ -192,13 +193,13 @@ def test_get_create_patch_use_plain_rest_paths_and_merge_patches():
 
 def test_status_without_subresource_is_patched_on_the_resource():
     server = FakeApiServer(obj={"spec": {}}, status_subresource=False)
-    api = _k8s.ClusterConfigurationApi(requester=server)
+    api = _cluster_configuration_api.ClusterConfigurationApi(requester=server)
     assert api.patch_status({"status": {"core": {"status": "enabled"}}}, subresource=False)["status"]["core"]["status"] == "enabled"
     assert server.calls[-1][1] == ITEM
 
 
 def test_create_in_a_missing_namespace_says_so():
-    api = _k8s.ClusterConfigurationApi(requester=FakeApiServer(namespaces=()))
+    api = _cluster_configuration_api.ClusterConfigurationApi(requester=FakeApiServer(namespaces=()))
     with pytest.raises(_k8s.K8sError, match="does namespace kubesphere-system exist") as caught:
         api.create({"metadata": {"name": "ks-installer"}, "spec": {}})
     assert caught.value.status == 404
@@ -210,7 +211,7 @@ def test_api_errors_carry_what_the_server_said():
             raise api_error(403, "Forbidden", 'clusterconfigurations is forbidden: User "bob" cannot get resource')
 
     with pytest.raises(_k8s.K8sError) as caught:
-        _k8s.ClusterConfigurationApi(requester=Forbidding()).get()
+        _cluster_configuration_api.ClusterConfigurationApi(requester=Forbidding()).get()
     assert caught.value.status == 403
     assert caught.value.reason == "Forbidden"
     assert "GET %s failed: 403 Forbidden" % ITEM in caught.value.msg
@@ -224,4 +225,4 @@ def test_unreachable_api_server():
             raise _k8s.Urllib3Error("Max retries exceeded with url: /apis")
 
     with pytest.raises(_k8s.K8sError, match="cannot reach the Kubernetes API server: Max retries"):
-        _k8s.ClusterConfigurationApi(requester=Unreachable()).resource_info()
+        _cluster_configuration_api.ClusterConfigurationApi(requester=Unreachable()).resource_info()

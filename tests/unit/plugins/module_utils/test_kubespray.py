@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY, check
-from ansible_collections.slipway.cluster.plugins.module_utils._model import DEFAULT_SETTINGS, ROLE_DEFAULTS
+from ansible_collections.slipway.cluster.plugins.module_utils._settings import DEFAULT_SETTINGS, role_defaults
 
-OURS = {**DEFAULT_SETTINGS, **ROLE_DEFAULTS}
+OURS = {**DEFAULT_SETTINGS, **role_defaults()}
 
 
 def messages(given, **ours):

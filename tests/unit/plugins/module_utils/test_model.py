@@ -5,13 +5,8 @@ import copy
 
 import pytest
 
-from ansible_collections.slipway.cluster.plugins.module_utils._model import (
-    DEFAULT_SETTINGS,
-    ROLE_DEFAULTS,
-    ModelError,
-    build_model,
-    parse_version,
-)
+from ansible_collections.slipway.cluster.plugins.module_utils._model import DEFAULT_SETTINGS, ModelError, build_model, parse_version
+from ansible_collections.slipway.cluster.plugins.module_utils._settings import ROLE_VARIABLE_NAMES, ROLE_VARIABLES, role_defaults
 
 GOOD_GROUPS = {
     "kube_control_plane": ["cp1", "cp2", "cp3"],
@@ -526,11 +521,9 @@ def one_problem_k8s(groups):
     return str(err.value.problems[0])
 
 
-# One authority: the defaults the model checks with are the ones the roles document and use.
+# One authority: the defaults the model checks with are the ones the roles document and use, read from the roles.
 COLLECTION = __file__.split("/tests/unit/", maxsplit=1)[0]
-ROLE_OF = {"control_plane_": "control_plane", "loadbalancer_": "loadbalancer", "cni_": "cni", "containerd_": "containerd",
-           "kubesphere_": "kubesphere", "node_": "node", "metrics_server_": "metrics_server", "operator_": "operator",
-           "etcd_": "etcd"}
+ROLE_OF = {name: role for role, names in ROLE_VARIABLES.items() for name in names}
 
 
 def _yaml(path):
@@ -540,11 +533,26 @@ def _yaml(path):
         return yaml.safe_load(handle)
 
 
-@pytest.mark.parametrize("name", sorted(ROLE_DEFAULTS))
-def test_the_models_role_defaults_equal_the_roles_defaults_and_argument_specs(name):
-    role = next(role for prefix, role in ROLE_OF.items() if name.startswith(prefix))
-    assert _yaml(f"roles/{role}/defaults/main.yml")[name] == ROLE_DEFAULTS[name]
-    assert _yaml(f"roles/{role}/meta/argument_specs.yml")["argument_specs"]["main"]["options"][name]["default"] == ROLE_DEFAULTS[name]
+@pytest.mark.parametrize("name", sorted(ROLE_VARIABLE_NAMES))
+def test_the_models_role_defaults_are_the_roles_defaults_and_argument_specs(name):
+    role = ROLE_OF[name]
+    assert role_defaults()[name] == _yaml(f"roles/{role}/defaults/main.yml")[name]
+    assert _yaml(f"roles/{role}/meta/argument_specs.yml")["argument_specs"]["main"]["options"][name]["default"] == role_defaults()[name]
+
+
+def test_the_role_defaults_come_from_the_roles_directory(tmp_path):
+    for role, names in ROLE_VARIABLES.items():
+        (tmp_path / role / "defaults").mkdir(parents=True)
+        (tmp_path / role / "defaults" / "main.yml").write_text("".join(f"{name}: {role}\n" for name in names))
+    assert role_defaults(str(tmp_path)) == {name: ROLE_OF[name] for name in ROLE_VARIABLE_NAMES}
+
+
+def test_a_role_without_the_default_is_named(tmp_path):
+    for role in ROLE_VARIABLES:
+        (tmp_path / role / "defaults").mkdir(parents=True)
+        (tmp_path / role / "defaults" / "main.yml").write_text("other: 1\n")
+    with pytest.raises(KeyError, match="sets no default for"):
+        role_defaults(str(tmp_path))
 
 
 @pytest.mark.parametrize("name", sorted(DEFAULT_SETTINGS))
@@ -568,14 +576,14 @@ def test_the_preflight_argument_spec_documents_every_setting_with_the_models_def
     ("preflight", "slipway_hardening", "HARDENING"),
 ])
 def test_the_argument_specs_choices_are_the_models(role, option, choices):
-    from ansible_collections.slipway.cluster.plugins.module_utils import _model
+    from ansible_collections.slipway.cluster.plugins.module_utils import _settings
 
     spec = _yaml(f"roles/{role}/meta/argument_specs.yml")["argument_specs"]["main"]["options"][option]
-    assert tuple(spec["choices"]) == getattr(_model, choices)
+    assert tuple(spec["choices"]) == getattr(_settings, choices)
 
 
 def test_the_kubelet_address_types_argument_spec_offers_the_models():
-    from ansible_collections.slipway.cluster.plugins.module_utils._model import KUBELET_ADDRESS_TYPES
+    from ansible_collections.slipway.cluster.plugins.module_utils._settings import KUBELET_ADDRESS_TYPES
 
     spec = _yaml("roles/metrics_server/meta/argument_specs.yml")["argument_specs"]["main"]["options"]
     assert tuple(spec["metrics_server_kubelet_preferred_address_types"]["choices"]) == KUBELET_ADDRESS_TYPES
@@ -587,8 +595,8 @@ def test_every_choices_list_of_a_checked_variable_is_tested_against_the_model():
               "operator_image_pull_policy", "metrics_server_kubelet_preferred_address_types",
               "kubesphere_cluster_configuration_merge_type"}
     with_choices = set()
-    for name in ROLE_DEFAULTS:
-        role = next(role for prefix, role in ROLE_OF.items() if name.startswith(prefix))
+    for name in ROLE_VARIABLE_NAMES:
+        role = ROLE_OF[name]
         if "choices" in _yaml(f"roles/{role}/meta/argument_specs.yml")["argument_specs"]["main"]["options"][name]:
             with_choices.add(name)
     assert with_choices <= tested, with_choices - tested

@@ -10,6 +10,7 @@ import yaml
 
 from ansible_collections.slipway.cluster.plugins.module_utils import _cluster_configuration as cc
 from ansible_collections.slipway.cluster.plugins.module_utils import _cluster_configuration_runner as runner
+from ansible_collections.slipway.cluster.plugins.module_utils import _cluster_configuration_api
 from ansible_collections.slipway.cluster.plugins.module_utils import _k8s
 from ansible_collections.slipway.cluster.plugins.modules import cluster_configuration
 from ansible_collections.slipway.cluster.tests.unit.fixtures.kube_api import FakeApiServer
@@ -213,7 +214,7 @@ def test_connection_options_come_from_kubernetes_core_environment_variables(monk
 
     def api(api_client, name, namespace):
         assert api_client == "api-client"
-        return _k8s.ClusterConfigurationApi(requester=server, name=name, namespace=namespace)
+        return _cluster_configuration_api.ClusterConfigurationApi(requester=server, name=name, namespace=namespace)
 
     monkeypatch.setattr(_k8s, "HAS_K8S", True)
     monkeypatch.setattr(_k8s, "build_api_client", build)

@@ -1,5 +1,5 @@
-# The control_plane role's reading of a running API server for the encryption configuration (vars/main.yml):
-# the probe apiserver_state.yml runs on a control plane, run here for real against a stand-in kube-apiserver process
+# The control_plane role's reading of a running API server for the encryption configuration: the probe
+# apiserver_state.yml runs on a control plane (files/apiserver_probe.py, through vars/main.yml), run here for real against a stand-in kube-apiserver process
 # (in a PID namespace of its own, so the machine's other API servers stay out of sight) and a stand-in kubectl
 # that serves /metrics; and the decisions read from its output: which API servers do not encrypt with the file as
 # last written, and which a key rotation must restart because they do not reload it themselves.
@@ -39,6 +39,9 @@ def role_variables() -> dict:
 
 
 VARIABLES = role_variables()
+PROBE_FILE = os.path.join(ROLE, "files", "apiserver_probe.py")
+with open(PROBE_FILE, encoding="utf-8") as _handle:
+    PROBE = _handle.read()
 
 
 def render(expression: str, **extra):
@@ -64,7 +67,7 @@ def run_probe(tmp_path, flags, metrics=None, kubectl_fails=False) -> dict:
     kubectl.chmod(0o755)
     (tmp_path / "metrics").write_text("# TYPE x gauge\nx 1\n%s\nother_total 3\n"
                                       % (METRIC % (metrics or "")) if metrics else "x 1\n")
-    probe = VARIABLES["_control_plane_apiserver_probe"]
+    probe = PROBE
     script = (
         '"$1" -c "sleep 60; :" apiserver %s &\n'
         'until grep -qx kube-apiserver /proc/[0-9]*/comm 2>/dev/null; do sleep 0.05; done\n'
@@ -161,8 +164,43 @@ def test_the_api_server_reloads_the_encryption_configuration_when_there_is_one(e
 
 
 def test_the_probe_asks_this_nodes_own_api_server():
-    argv = render("_control_plane_apiserver_probe_argv", inventory_hostname="cp2",
+    argv = render("_control_plane_apiserver_probe_argv", inventory_hostname="cp2", ansible_search_path=[ROLE],
                   slipway_cluster={"nodes": {"cp1": {"api_url": "https://10.88.0.11:6443"},
                                              "cp2": {"api_url": "https://10.88.0.12:6443"}}})
-    assert argv[:2] == ["python3", "-c"] and argv[2] == VARIABLES["_control_plane_apiserver_probe"]
+    assert argv[:2] == ["python3", "-c"] and argv[2] == PROBE.rstrip("\n")  # the file lookup drops the last newline
     assert argv[3:] == [CONFIG, VARIABLES["control_plane_kubectl_bin"], "https://10.88.0.12:6443"]
+
+
+# The probe's parts, on a /proc of files: the process it finds and the metric it reads.
+def load_probe():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("apiserver_probe", PROBE_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_probe_finds_the_kube_apiserver_process_and_its_flags(tmp_path):
+    probe = load_probe()
+    (tmp_path / "stat").write_text("cpu 1 2 3\nbtime 1700000000\n")
+    for pid, comm in (("7", "etcd"), ("42", "kube-apiserver")):
+        (tmp_path / pid).mkdir()
+        (tmp_path / pid / "comm").write_text(comm + "\n")
+        (tmp_path / pid / "cmdline").write_bytes(b"kube-apiserver\0--secure-port=6443\0--encryption-provider-config=/x\0")
+        (tmp_path / pid / "stat").write_text("42 (kube apiserver) S " + " ".join(["0"] * 18) + " 500 0 0\n")
+    (tmp_path / "self").mkdir()
+    found = probe.apiserver(str(tmp_path))
+    assert found["flags"] == {"secure-port": "6443", "encryption-provider-config": "/x"}
+    assert found["started"] == 1700000000 + 500 / os.sysconf("SC_CLK_TCK")
+
+
+def test_the_probe_finds_nothing_without_a_kube_apiserver(tmp_path):
+    (tmp_path / "stat").write_text("btime 1700000000\n")
+    assert load_probe().apiserver(str(tmp_path)) == {}
+
+
+def test_the_probe_reads_the_loaded_hash_from_the_metric_only():
+    probe = load_probe()
+    assert probe.loaded_hash("x 1\n" + METRIC % "sha256:abc" + "\n") == "sha256:abc"
+    assert probe.loaded_hash("x 1\n# apiserver_encryption_config_controller_last_config_info{hash=\"no\"} 1\n") is None

@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.slipway.cluster.plugins.module_utils._model import build_model
-from ansible_collections.slipway.cluster.plugins.module_utils._repair import (
-    cert_report,
+from ansible_collections.slipway.cluster.plugins.module_utils._certificates import cert_report, renew_due
+from ansible_collections.slipway.cluster.plugins.module_utils._recovery import recover_plan
+from ansible_collections.slipway.cluster.plugins.module_utils._snapshots import (
     initial_cluster,
-    recover_plan,
-    renew_due,
     restore_problems,
     restored_already,
     snapshot_name,

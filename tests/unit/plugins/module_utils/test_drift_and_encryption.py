@@ -3,14 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.slipway.cluster.plugins.module_utils._hardening import (
-    cluster_configuration_drift,
-    encryption_config_keys,
-    encryption_keys,
-    rotation_plan,
-    settings_drift,
-    static_pod_drift,
-)
+from ansible_collections.slipway.cluster.plugins.module_utils._drift import cluster_configuration_drift, settings_drift, static_pod_drift
+from ansible_collections.slipway.cluster.plugins.module_utils._encryption import encryption_config_keys, encryption_keys, rotation_plan
 
 AUDIT = {"name": "audit-log", "hostPath": "/var/log/kubernetes/audit", "mountPath": "/var/log/kubernetes/audit",
          "readOnly": False, "pathType": "DirectoryOrCreate"}

@@ -1,0 +1,17 @@
+# Copyright: (c) 2026, slipway.cluster contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Filters of certificate expiry (pure functions of module_utils/_certificates.py)."""
+
+from __future__ import annotations
+
+from ansible_collections.slipway.cluster.plugins.module_utils._certificates import cert_report, renew_due
+
+
+class FilterModule:
+    """slipway.cluster's certificate filters."""
+
+    def filters(self):
+        return {
+            "cert_report": cert_report,
+            "renew_due": renew_due,
+        }

@@ -1,0 +1,71 @@
+# Private to the slipway.cluster collection: no compatibility promise outside it.
+"""Certificate expiry: which certificates expire when, and which hosts must renew (playbooks/certs.yml).
+
+Pure Python: the playbook reads the certificates and hands them here; every decision is a unit test.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any, Mapping, Sequence
+
+
+def _parse_time(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    text = str(value).strip()
+    for fmt in ("%Y%m%d%H%M%SZ", "%Y-%m-%dT%H:%M:%SZ", "%b %d %H:%M:%S %Y GMT"):
+        try:
+            return datetime.strptime(text, fmt).replace(tzinfo=timezone.utc)
+        except ValueError:
+            continue
+    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def cert_report(certificates: Sequence[Mapping[str, Any]], now: Any, warn_days: int) -> dict[str, Any]:
+    """Each certificate's expiry judged against ``now``: ``ok``, ``warning`` (fewer than ``warn_days`` left) or ``expired``.
+
+    ``certificates``: ``host``, ``name`` (what it is) and ``not_after`` (``YYYYMMDDHHMMSSZ`` as x509_certificate_info
+    gives it, or ISO 8601); or ``host``, ``name`` and ``missing`` (the paths looked at) for an expected certificate
+    that no file holds, which is a ``missing`` warning. Returns ``certificates`` (each with ``days_left`` and ``state``,
+    soonest first, the missing ones last), ``lines`` (a table), ``warnings`` and ``errors`` (one sentence each).
+    """
+    current = _parse_time(now)
+    judged = []
+    missing = []
+    for cert in certificates:
+        if cert.get("missing") is not None and not cert.get("not_after"):
+            missing.append({**cert, "not_after": "", "days_left": None, "state": "missing"})
+            continue
+        not_after = _parse_time(cert["not_after"])
+        left = not_after - current
+        state = "expired" if left.total_seconds() <= 0 else "warning" if left < timedelta(days=int(warn_days)) else "ok"
+        judged.append({**cert, "not_after": not_after.strftime("%Y-%m-%dT%H:%M:%SZ"), "days_left": left.days, "state": state})
+    judged.sort(key=lambda cert: (cert["not_after"], cert["host"], cert["name"]))
+    missing.sort(key=lambda cert: (cert["host"], cert["name"]))
+    judged += missing
+    width = max([len(cert["host"]) for cert in judged] + [4])
+    name_width = max([len(cert["name"]) for cert in judged] + [11])
+    lines = [f"{'HOST':<{width}}  {'CERTIFICATE':<{name_width}}  EXPIRES               DAYS LEFT  STATE"]
+    lines += [f"{cert['host']:<{width}}  {cert['name']:<{name_width}}  {cert['not_after'] or '-':<20}  "
+              f"{'-' if cert['days_left'] is None else cert['days_left']:>9}  {cert['state']}" for cert in judged]
+    warnings = [f"{cert['host']}: {cert['name']} expires on {cert['not_after']}, in {cert['days_left']} days"
+                f" (fewer than certs_warn_days, {int(warn_days)}): renew with -e certs_action=renew"
+                for cert in judged if cert["state"] == "warning"]
+    warnings += [f"{cert['host']}: {cert['name']} is missing: no file at {' or '.join(cert['missing'])}" for cert in missing]
+    errors = [f"{cert['host']}: {cert['name']} expired on {cert['not_after']}" for cert in judged if cert["state"] == "expired"]
+    return {"certificates": judged, "lines": lines, "warnings": warnings, "errors": errors}
+
+
+def renew_due(certificates: Sequence[Mapping[str, Any]], expiring_before: Any) -> list[str]:
+    """The hosts holding a certificate that expires before ``expiring_before``, in the order first seen (a missing one,
+    without ``not_after``, is no reason to renew)."""
+    limit = _parse_time(expiring_before)
+    hosts: list[str] = []
+    for cert in certificates:
+        if not cert.get("not_after"):
+            continue
+        if _parse_time(cert["not_after"]) < limit and cert["host"] not in hosts:
+            hosts.append(cert["host"])
+    return hosts
