@@ -83,7 +83,12 @@ lab-bundle: deps venv
 bundle-verify: venv
 	$(PY) tools/bundle/build.py verify $(BUNDLE_DIR)
 
-lab: deps venv collection lab-bundle
+# The node image (debootstrap: mostly waiting on the Debian mirror) is built while the bundle compiles.
+lab: deps venv collection
+	@mkdir -p $(CACHE)
+	@$(PY) lab/lab.py image > $(CACHE)/lab-image.log 2>&1 & image=$$!; \
+	  $(MAKE) --no-print-directory lab-bundle; rc=$$?; \
+	  wait $$image; image_rc=$$?; cat $(CACHE)/lab-image.log; [ $$image_rc -eq 0 ] || exit $$image_rc; exit $$rc
 	$(PY) lab/lab.py up --cluster $(LAB_CLUSTER) $(addprefix --node ,$(LAB_NODES)) --inventory $(LAB_INVENTORY) \
 	  $(addprefix --vars ,$(LAB_BASE_VARS) $(LAB_VARS))
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) site.yml

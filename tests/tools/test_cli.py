@@ -91,7 +91,8 @@ def patch_kscore(monkeypatch, tmp_path, calls=None):
 
 def fake_runtime(tmp_path, calls=None):
     """runtime.build's stand-in: containerd's programs and runc, counting its calls."""
-    def build(backend):
+    def build(backend, parts=None):
+        assert parts == FAKE_RUNTIME_PARTS and backend.alongside == FAKE_RUNTIME_PARTS
         if calls is not None:
             calls.append(backend.kubernetes_version)
         src = tmp_path / "src"
@@ -111,8 +112,13 @@ def fake_runtime(tmp_path, calls=None):
     return build
 
 
+# What runtime.components returns, as cli.py hands it to the first release's backend and then to runtime.build.
+FAKE_RUNTIME_PARTS = {"containerd": "containerd component", "runc": "runc component"}
+
+
 def patch_runtime(monkeypatch, tmp_path, calls=None):
     monkeypatch.setattr(cli.runtime, "build", fake_runtime(tmp_path, calls))
+    monkeypatch.setattr(cli.runtime, "components", lambda backend: dict(FAKE_RUNTIME_PARTS))
     monkeypatch.setattr(cli.runtime, "installed_version", lambda package: "2.5.4-1+deb12u1")
 
 
@@ -230,8 +236,9 @@ def test_two_releases(tmp_path, monkeypatch):
     assert data["kubernetes_version"] == "v1.37.1"
     assert [entry["path"] for entry in data["releases"][0]["binaries"]] == [
         "releases/v1.36.5/bin/" + name for name in ("containerd", "containerd-shim-runc-v2", "ctr", "kubeadm", "runc")]
-    # containerd and runc: built once, in both releases, with their components
+    # containerd and runc: built once (beside the first release's Go builds), in both releases, with their components
     assert runtime_calls == ["v1.37.1"]
+    assert made["v1.37.1"].alongside == FAKE_RUNTIME_PARTS and not hasattr(made["v1.36.5"], "alongside")
     for release in (data, data["releases"][0]):
         assert {entry["path"].rsplit("/", 1)[-1]: entry["component"] for entry in release["binaries"]
                 if entry["component"] in ("containerd", "runc")} == {

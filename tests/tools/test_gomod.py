@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from bundler import gomod, source
+from bundler import gomod, runtime, source
 
 KUBERNETES_GOMOD = """// This is a generated file. Do not edit directly.
 
@@ -226,6 +226,52 @@ def test_go_steps_build_side_by_side_and_wait_for_kubernetes(tmp_path):
     for name in ("crictl", "metrics-server"):
         assert events.index(("start", name)) > k8s_end
     assert sum(1 for kind, _name in events if kind == "start") == len(names)
+
+
+def test_alongside_components_share_the_release_slots_and_are_not_built_again(tmp_path, monkeypatch):
+    """cli.py gives the runtime's components to the first release's backend: they build in its pool
+    while Kubernetes compiles, and runtime.build then takes their output instead of building them."""
+    backend = source.SourceBackend("v1.37.1", str(tmp_path), io.StringIO(), go=object())
+    started = []
+
+    def fake_step(component):
+        started.append(component.name)
+        return "/out/" + component.name, "key-" + component.name
+
+    backend._go_step = fake_step
+    monkeypatch.setattr(runtime, "installed_version", lambda package, run=None: "2.5.4-1+deb12u1")
+    parts = runtime.components(backend)
+    assert sorted(parts) == ["containerd", "containerd-shim", "runc"]
+    backend.alongside = parts
+    names = ["kubernetes", "etcd", "crictl"]
+    components = {name: gomod.GoComponent(name, "v1", [], {}) for name in names}
+    built = backend._go_steps(backend._with_alongside(components), after_kubernetes=("crictl",))
+    assert sorted(built) == sorted(names + list(parts))
+    # the release's build() keeps what it built for them
+    backend.alongside_built = {name: built[name] for name in parts}
+    started.clear()
+    files, found = runtime.build(backend, parts)
+    assert started == []
+    assert sorted(path for path, _file, _component in files) == [
+        "bin/containerd", "bin/containerd-shim-runc-v2", "bin/ctr", "bin/runc"]
+    assert dict((path, file) for path, file, _component in files)["bin/runc"] == "/out/runc/runc"
+    assert sorted(found) == ["containerd", "runc"]
+    # without them (another backend, or none given), runtime.build builds each part itself
+    other = source.SourceBackend("v1.36.5", str(tmp_path), io.StringIO(), go=object())
+    other._go_step = fake_step
+    runtime.build(other, parts)
+    assert sorted(started) == ["containerd", "containerd-shim", "runc"]
+
+
+def test_components_built_alongside_may_not_take_a_release_name(tmp_path):
+    backend = source.SourceBackend("v1.37.1", str(tmp_path), io.StringIO(), go=object())
+    own = {"kubernetes": "k8s", "etcd": "etcd"}
+    assert backend._with_alongside(own) == own
+    backend.alongside = {"runc": "runc"}
+    assert backend._with_alongside(own) == {"kubernetes": "k8s", "etcd": "etcd", "runc": "runc"}
+    backend.alongside = {"etcd": "another etcd"}
+    with pytest.raises(ValueError, match="clash with its own: etcd"):
+        backend._with_alongside(own)
 
 
 def test_go_step_failure_stops_the_build(tmp_path):

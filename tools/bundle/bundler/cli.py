@@ -203,6 +203,11 @@ def build(args, out=sys.stdout):
             return 0
     results = []
     ran_steps, reused_steps = [], []
+    # The node's runtime does not depend on the release: its builds share the first release's two
+    # slots, filling the one Kubernetes' long compile leaves free (docs/performance.md).
+    runtime_parts = runtime.components(backend) if backend.name == "source" else None
+    if runtime_parts:
+        backend.alongside = runtime_parts
     for each in backends:
         results.append(each.build())
         # Step names say their version (kubernetes v1.36.5, ...); shared steps (flannel, the
@@ -229,7 +234,7 @@ def build(args, out=sys.stdout):
         watched, watched_components = backend.kubesphere_monitoring()
     # Nor does the node's container runtime (containerd 2 and runc): the same files in every release.
     if backend.name == "source":
-        runtime_files, runtime_components = runtime.build(backend)
+        runtime_files, runtime_components = runtime.build(backend, runtime_parts)
     else:
         runtime_files, runtime_components = backend.runtime()
     ran_steps.extend(backend.steps.ran[ran_before:])

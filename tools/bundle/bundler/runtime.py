@@ -83,15 +83,24 @@ def runc_component(libseccomp, version=None):
                             versions.DEBIAN_LIBSECCOMP_PACKAGE, libseccomp))
 
 
-def build(backend):
-    """Build containerd, its shim, ctr and runc with the source backend's steps: a list of
-    (bundle path, file, component) and the manifest's components entries."""
+def components(backend):
+    """The runtime's Go components, by name: containerd (with ctr), its shim, runc."""
     libseccomp = installed_version(versions.DEBIAN_LIBSECCOMP_PACKAGE, run=backend.run)
-    containerd, shim = containerd_components()
-    runc = runc_component(libseccomp)
+    return {component.name: component
+            for component in containerd_components() + (runc_component(libseccomp),)}
+
+
+def build(backend, parts=None):
+    """Build containerd, its shim, ctr and runc with the source backend's steps: a list of
+    (bundle path, file, component) and the manifest's components entries. ``parts``: components()
+    when cli.py gave them to the backend to build beside Kubernetes (backend.alongside_built then
+    holds their output); the others are built here, one after another."""
+    parts = parts or components(backend)
+    containerd, runc = parts["containerd"], parts["runc"]
     built = {}
-    for component in (containerd, shim, runc):
-        directory, _key = backend._go_step(component)
+    for component in parts.values():
+        ready = backend.alongside_built.get(component.name)
+        directory, _key = ready or backend._go_step(component)
         for name in component.programs:
             built[name] = os.path.join(directory, name)
     files = [(path, built[program], component) for path, component, program in BINARIES]

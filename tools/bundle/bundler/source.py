@@ -234,6 +234,11 @@ class SourceBackend:
         self._log_lock = threading.Lock()
         self.scratch = os.path.join(cache_dir, "scratch")
         os.makedirs(self.scratch, exist_ok=True)
+        # Go components that do not depend on the release (the node's runtime), given by cli.py to
+        # be built in the same two slots as this release's, while Kubernetes compiles; build()
+        # leaves their (output dir, step key) in self.alongside_built.
+        self.alongside: dict[str, gomod.GoComponent] = {}
+        self.alongside_built: dict[str, tuple[str, str]] = {}
 
     # --- inputs known without building, for the bundle's own stamp --------------------------
     def inputs(self):
@@ -306,6 +311,14 @@ class SourceBackend:
                 if os.path.exists(part):
                     with open(part, encoding="utf-8", errors="replace") as handle:
                         shutil.copyfileobj(handle, log)
+
+    def _with_alongside(self, own):
+        """The release's Go components and those given to build beside them, in one dict."""
+        clash = sorted(set(own) & set(self.alongside))
+        if clash:
+            raise ValueError("components built alongside the release clash with its own: %s"
+                             % ", ".join(clash))
+        return dict(own, **self.alongside)
 
     def _go_steps(self, components, after_kubernetes):
         """Build the Go components, GO_JOBS at a time: {name: (output dir, step key)}.
@@ -432,7 +445,7 @@ class SourceBackend:
         ms_info = self._module_info("sigs.k8s.io/metrics-server", comp["metrics_server"])
         ms = metrics_server_component(comp["metrics_server"],
                                       gomod.module_time(ms_info["Info"]))
-        built = self._go_steps({
+        own = {
             "kubernetes": kubernetes_component(k8s_version, k8s_date),
             "etcd": etcd_component(etcd_version),
             "coredns": coredns_component(coredns_version),
@@ -441,7 +454,10 @@ class SourceBackend:
             "cni-plugins": cni,
             "crictl": crictl_component(comp["crictl"]),
             "metrics-server": ms,
-        }, after_kubernetes=("crictl", "metrics-server"))
+        }
+        built = self._go_steps(self._with_alongside(own),
+                               after_kubernetes=("crictl", "metrics-server"))
+        self.alongside_built = {name: built[name] for name in self.alongside}
         k8s_dir, k8s_key = built["kubernetes"]
         etcd_dir, etcd_key = built["etcd"]
         coredns_dir, coredns_key = built["coredns"]
