@@ -487,7 +487,9 @@ class TestController:
         reset = wait_controller(controller, lambda: next((op for op in ops_of(kube_api, "alpha")
                                                           if op["spec"]["type"] == "reset"), None), "alpha's reset")
         assert reset["spec"]["hosts"] == ["cp1", "w1", "w2"], "w2's failed scale may have touched it"
-        inputs = kube_api.request("get", f"/api/v1/namespaces/{NS}/configmaps/{reset['metadata']['name']}")["data"]
+        # The operation is written first, then its ConfigMap (owned by it) and its Job: wait for the inputs too.
+        inputs = wait_controller(controller, lambda: kube_api.request(
+            "get", f"/api/v1/namespaces/{NS}/configmaps/{reset['metadata']['name']}"), "the reset's inputs")["data"]
         assert json.loads(inputs["vars.json"])["reset_confirm"] == "yes"
         assert json.loads(inputs["op.json"])["playbook"] == "reset.yml"
         wait_controller(controller, lambda: cluster_when(kube_api, "alpha", lambda o: status_of(o, "phase") == "Deleting"),
