@@ -24,7 +24,9 @@ description:
   - The file is named by the members' names and sha256, so nodes that lack the same files, and later runs, use
     the same file; it is written under a lock to a temporary name and renamed, so a file of that name is complete.
   - The sha256 is the one the cluster model checked; the lookup does not read the files again for it.
-  - Files of the cache directory that no run used for O(keep_hours) hours are removed.
+  - Files of the cache directory that no run used for O(keep_hours) hours are removed, and then the least recently
+    used ones until the directory holds at most O(keep_megabytes) (packs are remade from the bundle in seconds; a
+    day of lab runs with changing bundles once left 14 GB there).
 options:
   _terms:
     description:
@@ -50,6 +52,12 @@ options:
     description: Remove files of O(cache_dir) unused for longer than this.
     type: int
     default: 24
+  keep_megabytes:
+    description:
+      - Then remove the least recently used files of O(cache_dir) until the rest take at most this many megabytes
+        (MiB). The pack this lookup returns is always kept.
+    type: int
+    default: 4096
 """
 
 EXAMPLES = r"""
@@ -112,24 +120,44 @@ def pack_name(items: list, suffix: str = "") -> str:
     return digest.hexdigest()[:32] + _SUFFIX
 
 
-def prune(cache_dir: str, keep: str, keep_hours: int, now: float | None = None) -> list:
-    """Remove the packs (and temporary files) unused for keep_hours; the names removed."""
+def prune(cache_dir: str, keep: str, keep_hours: int, now: float | None = None, keep_megabytes: int | None = None) -> list:
+    """Remove the packs (and temporary files) unused for keep_hours, then the least recently used ones until the rest
+    take at most keep_megabytes; the names removed. ``keep`` (the pack just made or used) stays."""
     now = time.time() if now is None else now
     removed = []
+    left = []
     for name in sorted(os.listdir(cache_dir)):
         path = os.path.join(cache_dir, name)
         if name == keep or not (name.endswith(_SUFFIX) or name.startswith(".tmp-")):
             continue
         try:
-            if now - os.stat(path).st_mtime > keep_hours * 3600:
+            stat = os.stat(path)
+            if now - stat.st_mtime > keep_hours * 3600:
                 os.unlink(path)
                 removed.append(name)
+            else:
+                left.append((stat.st_mtime, name, stat.st_size))
         except OSError:
             continue
+    if keep_megabytes is not None:
+        try:
+            total = os.stat(os.path.join(cache_dir, keep)).st_size
+        except OSError:
+            total = 0
+        total += sum(size for _mtime, _name, size in left)
+        for _mtime, name, size in sorted(left):
+            if total <= keep_megabytes * 1024 * 1024:
+                break
+            try:
+                os.unlink(os.path.join(cache_dir, name))
+            except OSError:
+                continue
+            removed.append(name)
+            total -= size
     return removed
 
 
-def make_pack(items: list, cache_dir: str, keep_hours: int = 24, suffix: str = "") -> str:
+def make_pack(items: list, cache_dir: str, keep_hours: int = 24, suffix: str = "", keep_megabytes: int | None = 4096) -> str:
     """The pack's path, made when it is not there yet."""
     os.makedirs(cache_dir, exist_ok=True)
     name = pack_name(items, suffix)
@@ -155,7 +183,7 @@ def make_pack(items: list, cache_dir: str, keep_hours: int = 24, suffix: str = "
                 if os.path.exists(tmp):
                     os.unlink(tmp)
                 raise
-        prune(cache_dir, name, keep_hours)
+        prune(cache_dir, name, keep_hours, keep_megabytes=keep_megabytes)
     return path
 
 
@@ -166,6 +194,7 @@ class LookupModule(LookupBase):
                          self.get_option("names_from"))
         cache_dir = self.get_option("cache_dir") or default_cache_dir()
         try:
-            return [make_pack(items, cache_dir, self.get_option("keep_hours"), self.get_option("member_suffix"))]
+            return [make_pack(items, cache_dir, self.get_option("keep_hours"), self.get_option("member_suffix"),
+                              self.get_option("keep_megabytes"))]
         except OSError as err:
             raise AnsibleLookupError(f"pack could not write its file in {cache_dir}: {err}") from err

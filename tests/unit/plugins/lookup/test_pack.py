@@ -61,6 +61,24 @@ def test_unused_files_and_left_over_temporaries_are_pruned(tmp_path, images):
     assert os.path.exists(new) and not os.path.exists(old) and not leftover.exists() and unrelated.exists()
 
 
+def test_the_least_recently_used_packs_go_over_the_size_bound(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    now = time.time()
+    sizes = {"a": 3, "b": 2, "c": 2, "keep": 1}  # MiB; used in this order, "keep" being the pack just made
+    for age, (name, size) in enumerate(reversed(list(sizes.items()))):
+        path = cache / (name + pack._SUFFIX)
+        path.write_bytes(b"x" * size * 1024 * 1024)
+        os.utime(path, (now - 60 * age, now - 60 * age))
+    (cache / "notes.txt").write_text("mine", encoding="utf-8")
+    removed = pack.prune(str(cache), "keep" + pack._SUFFIX, 24, now=now, keep_megabytes=4)
+    assert removed == ["a" + pack._SUFFIX, "b" + pack._SUFFIX]
+    assert sorted(p.name for p in cache.iterdir()) == sorted(["c" + pack._SUFFIX, "keep" + pack._SUFFIX, "notes.txt"])
+    # the pack just made stays even when it alone is over the bound
+    assert pack.prune(str(cache), "keep" + pack._SUFFIX, 24, now=now, keep_megabytes=0) == ["c" + pack._SUFFIX]
+    assert (cache / ("keep" + pack._SUFFIX)).exists()
+
+
 def test_a_failed_pack_leaves_no_file_behind(tmp_path, images):
     broken = images + [{"key": "gone", "value": {"src": str(tmp_path / "gone.tar"), "sha256": "x", "ref": "gone"}}]
     with pytest.raises(FileNotFoundError):
