@@ -71,13 +71,13 @@ def _role_variables() -> dict:
     return variables
 
 
-def render(component: str, what: str = "_kubesphere_docs") -> list[dict]:
+def render(component: str, what: str = "_kubesphere_docs", control_planes: int = 1) -> list[dict]:
     """The role's rendering of one component: `what` of vars/main.yml with the component as the entry."""
     variables = _role_variables()
     spec = SPECS.get(component, {})
     variables.update({
         "kubesphere_plan": {"spec": spec, "plan": [{"name": name, "enabled": True} for name in ("core", component)]},
-        "__kubesphere_control_planes": {"resources": [{"metadata": {"name": "cp1"}}]},
+        "__kubesphere_control_planes": {"resources": [{"metadata": {"name": f"cp{n + 1}"}} for n in range(control_planes)]},
         "_kubesphere_jwt_secret": "unit-test-jwt-secret",
         "_kubesphere_entry": {"name": component},
         "ansible_search_path": [ROLE],
@@ -297,3 +297,15 @@ def test_the_built_in_global_roles_are_bound_as_kubesphere_binds_them():
     # and the first user, admin, is a platform-admin (ks-core's role-templates.yaml)
     assert bound == {"anonymous", "authenticated", "pre-registration", "platform-admin"}
     assert {entry["name"] for entry in FACTS["rbac"] if entry["kind"] == "GlobalRole"} == roles, "every role is compared"
+
+
+def test_ks_apiserver_runs_one_replica_where_the_others_follow_the_control_planes():
+    """ks-apiserver's token cache is in memory without KubeSphere's Redis: a second replica refuses the tokens of the
+    first (the console's login looped on the 5-node lab). The controller manager and the console keep one per
+    control plane, with their anti-affinity; ks-apiserver has none to keep."""
+    objects = {(obj["kind"], obj["metadata"]["name"]): obj for obj in render("core", control_planes=3)}
+    assert objects[("Deployment", "ks-apiserver")]["spec"]["replicas"] == 1
+    assert "podAntiAffinity" not in objects[("Deployment", "ks-apiserver")]["spec"]["template"]["spec"]["affinity"]
+    for name in ("ks-controller-manager", "ks-console"):
+        assert objects[("Deployment", name)]["spec"]["replicas"] == 3
+        assert "podAntiAffinity" in objects[("Deployment", name)]["spec"]["template"]["spec"]["affinity"]
