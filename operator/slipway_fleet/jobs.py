@@ -246,8 +246,11 @@ def job_state(job_obj: dict | None, pods: list[dict]) -> JobState:
                       key=lambda item: (item[1].get("finishedAt") or "", item[0]["metadata"].get("creationTimestamp") or "",
                                         item[0]["metadata"].get("name") or ""))
     summary = summary_of(finished[-1][1]) if finished else {}
-    failed = int(status.get("failed") or 0)
-    attempts = failed + int(status.get("succeeded") or 0) + int(status.get("active") or 0)
+    # A pod that ended is first listed in uncountedTerminatedPods, its finalizer removed (the pod may be gone from
+    # the API then), and only then added to failed or succeeded: count it in both places.
+    uncounted = status.get("uncountedTerminatedPods") or {}
+    failed = int(status.get("failed") or 0) + len(uncounted.get("failed") or [])
+    attempts = failed + int(status.get("succeeded") or 0) + len(uncounted.get("succeeded") or []) + int(status.get("active") or 0)
     # Runs that ended unfinished and were run again. A pod deleted while it ran (kubectl delete, an eviction, a lost
     # node) is gone from the API by the time it is read, but the Job counts it as failed: while the Job goes on,
     # each failed run was one; a failed Job's last failure ended it. A killed pod still there (an exit code other

@@ -442,10 +442,17 @@ class TestController:
         """kubectl delete pod on the scale's first run: the pod is gone from the API (no terminated state to read),
         the Job counts it failed and runs the playbook again."""
         scale = next(op for op in ops_of(kube_api, "alpha") if op["spec"]["type"] == "scale")["metadata"]["name"]
-        job_status(kube_api, scale, {"failed": 1, "active": 1, "startTime": "2026-01-01T00:00:00Z"})
+        # The Job controller's order: the ended pod listed as uncounted (its finalizer removed, the pod gone), the
+        # next run started, then the pod counted as failed. The rerun is told once.
+        job_status(kube_api, scale, {"active": 1, "startTime": "2026-01-01T00:00:00Z",
+                                     "uncountedTerminatedPods": {"failed": ["6a1f0c9e-0000-4000-8000-000000000001"]}})
         op = wait_controller(controller, lambda: operation_when(kube_api, scale, lambda op: status_of(op, "reruns") == 1),
                              "the scale's rerun")
         assert op["status"]["phase"] == "Running" and op["status"]["attempts"] == 2
+        job_status(kube_api, scale, {"failed": 1, "active": 1, "startTime": "2026-01-01T00:00:00Z",
+                                     "uncountedTerminatedPods": {"failed": []}})
+        wait_controller(controller, lambda: operation_when(kube_api, scale, lambda op: status_of(op, "attempts") == 2
+                                                           and status_of(op, "reruns") == 1), "the scale's second read")
         rerun = [message for reason, message in events(kube_api, "alpha") if reason == "PlaybookRerun"]
         assert len(rerun) == 2 and any(scale in message and "scale.yml" in message for message in rerun)
         assert metrics(controller[1])["slipway_fleet_playbook_reruns_total"] == 2

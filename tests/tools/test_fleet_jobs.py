@@ -139,6 +139,13 @@ def test_a_pod_deleted_while_it_ran_is_a_rerun_though_it_is_gone():
     assert done.phase == "Succeeded" and done.retried == 1
 
 
+def test_a_deleted_pod_the_job_has_not_counted_yet_is_a_rerun():
+    # Between the pod's finalizer removal and the Job's failed count, the pod is gone and listed as uncounted only.
+    window = {"status": {"active": 1, "uncountedTerminatedPods": {"failed": ["0b7e-uid"]}}}
+    state = jobs.job_state(window, [pod("2026-01-01T00:05:00Z")])
+    assert state.phase == "Running" and state.attempts == 2 and state.retried == 1
+
+
 def test_the_last_failure_of_a_failed_job_is_no_rerun():
     killed = [pod(f"2026-01-01T00:0{index}:00Z", 137, "Killed") for index in range(4)]
     out_of_retries = {"status": {"failed": 4, "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}}
