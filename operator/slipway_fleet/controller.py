@@ -304,12 +304,16 @@ class Controller:  # pylint: disable=too-many-instance-attributes
             op_status["completionTime"] = previous.get("completionTime") or op_status.get("completionTime")
             if not op_status["completionTime"]:
                 op_status.pop("completionTime")
-            if state.retried > int(previous.get("reruns") or 0):
-                self.metrics.reruns.inc(state.retried - int(previous.get("reruns") or 0))
+            # Reruns only grow: a read between the Job's counts (a killed pod gone, not counted yet) must not lower
+            # them, or the next read would count and announce the same rerun again.
+            known = int(previous.get("reruns") or 0)
+            reruns = max(state.retried, known)
+            if reruns > known:
+                self.metrics.reruns.inc(reruns - known)
                 self.post_event(obj, "Warning", "PlaybookRerun",
-                                f"{last['name']}: the pod of run {state.retried} ended before the playbook did; "
+                                f"{last['name']}: the pod of run {reruns} ended before the playbook did; "
                                 f"running playbooks/{fleet.PLAYBOOKS[op['spec']['type']]} again (it converges)")
-            op_status["reruns"] = state.retried
+            op_status["reruns"] = reruns
             self.patch_operation_status(op, op_status)
         if state.phase in jobs.ACTIVE_PHASES:
             new = dict(status, lastOperation={**last, "phase": state.phase})

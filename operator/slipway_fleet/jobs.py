@@ -246,10 +246,17 @@ def job_state(job_obj: dict | None, pods: list[dict]) -> JobState:
                       key=lambda item: (item[1].get("finishedAt") or "", item[0]["metadata"].get("creationTimestamp") or "",
                                         item[0]["metadata"].get("name") or ""))
     summary = summary_of(finished[-1][1]) if finished else {}
-    failed = int(status.get("failed") or 0)
-    attempts = failed + int(status.get("succeeded") or 0) + int(status.get("active") or 0)
-    # Runs that ended other than by the playbook's verdict: killed or lost (not the runner's exit codes 0 and 3).
-    retried = sum(1 for _pod, term in finished if term.get("exitCode") not in (0, EXIT_PLAYBOOK_FAILED))
+    # A pod that ended is first listed in uncountedTerminatedPods, its finalizer removed (the pod may be gone from
+    # the API then), and only then added to failed or succeeded: count it in both places.
+    uncounted = status.get("uncountedTerminatedPods") or {}
+    failed = int(status.get("failed") or 0) + len(uncounted.get("failed") or [])
+    attempts = failed + int(status.get("succeeded") or 0) + len(uncounted.get("succeeded") or []) + int(status.get("active") or 0)
+    # Runs that ended unfinished and were run again. A pod deleted while it ran (kubectl delete, an eviction, a lost
+    # node) is gone from the API by the time it is read, but the Job counts it as failed: while the Job goes on,
+    # each failed run was one; a failed Job's last failure ended it. A killed pod still there (an exit code other
+    # than the runner's 0 and 3) counts too, should the Job's count lag behind its pods.
+    killed = sum(1 for _pod, term in finished if term.get("exitCode") not in (0, EXIT_PLAYBOOK_FAILED))
+    retried = max(failed - 1, 0) if "Failed" in conditions else max(killed, failed)
     if "Complete" in conditions:
         return JobState("Succeeded", attempts, summary, retried=retried)
     if "Failed" in conditions:

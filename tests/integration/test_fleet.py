@@ -438,6 +438,25 @@ class TestController:
         # Put the working kubeconfig back for the node reads.
         runner.store_kubeconfig(as_runner, run, kube_api.kubeconfig.read_text())
 
+    def test_a_pod_deleted_while_it_runs_is_counted_and_run_again(self, kube_api, controller):
+        """kubectl delete pod on the scale's first run: the pod is gone from the API (no terminated state to read),
+        the Job counts it failed and runs the playbook again."""
+        scale = next(op for op in ops_of(kube_api, "alpha") if op["spec"]["type"] == "scale")["metadata"]["name"]
+        # The Job controller's order: the ended pod listed as uncounted (its finalizer removed, the pod gone), the
+        # next run started, then the pod counted as failed. The rerun is told once.
+        job_status(kube_api, scale, {"active": 1, "startTime": "2026-01-01T00:00:00Z",
+                                     "uncountedTerminatedPods": {"failed": ["6a1f0c9e-0000-4000-8000-000000000001"]}})
+        op = wait_controller(controller, lambda: operation_when(kube_api, scale, lambda op: status_of(op, "reruns") == 1),
+                             "the scale's rerun")
+        assert op["status"]["phase"] == "Running" and op["status"]["attempts"] == 2
+        job_status(kube_api, scale, {"failed": 1, "active": 1, "startTime": "2026-01-01T00:00:00Z",
+                                     "uncountedTerminatedPods": {"failed": []}})
+        wait_controller(controller, lambda: operation_when(kube_api, scale, lambda op: status_of(op, "attempts") == 2
+                                                           and status_of(op, "reruns") == 1), "the scale's second read")
+        rerun = [message for reason, message in events(kube_api, "alpha") if reason == "PlaybookRerun"]
+        assert len(rerun) == 2 and any(scale in message and "scale.yml" in message for message in rerun)
+        assert metrics(controller[1])["slipway_fleet_playbook_reruns_total"] == 2
+
     def test_a_spec_the_model_refuses_gets_no_job(self, kube_api, controller):
         kube_api.request("post", clusters(NS), body=a_cluster("gamma", controlPlaneEndpoint={"mode": "vip"},
                                                               network={"podCIDR": "10.233.0.0/16"}))
@@ -463,14 +482,15 @@ class TestController:
         scale = next(op for op in ops_of(kube_api, "alpha") if op["spec"]["type"] == "scale")["metadata"]["name"]
         failure = {"playbook": "scale.yml", "failedHost": "w2", "failedTask": "Join the node",
                    "message": "kubeadm join: connection refused", "recap": {"w2": {"ok": 12, "failed": 1}}}
-        run_pod(kube_api, scale, "alpha", 1, jobs.EXIT_PLAYBOOK_FAILED, json.dumps(failure))
-        job_status(kube_api, scale, {"failed": 1, "active": 0, "startTime": "2026-01-01T00:00:00Z",
+        run_pod(kube_api, scale, "alpha", 2, jobs.EXIT_PLAYBOOK_FAILED, json.dumps(failure))
+        job_status(kube_api, scale, {"failed": 2, "active": 0, "startTime": "2026-01-01T00:00:00Z",
                                      "conditions": finished("Failed", "PodFailurePolicy")})
         obj = wait_controller(controller, lambda: cluster_when(kube_api, "alpha", lambda o: status_of(o, "phase") == "Failed"),
                               "alpha Failed")
         message = condition(obj, "OperationSucceeded")["message"]
         assert "failed on w2 in task 'Join the node': kubeadm join: connection refused" in message, message
         assert ("OperationFailed", message) in events(kube_api, "alpha")
+        assert kube_api.request("get", f"{operations(NS)}/{scale}")["status"]["reruns"] == 1, "its end is no rerun"
         beta = wait_controller(controller, lambda: (ops_of(kube_api, "beta") or [None])[0], "beta's create")
         assert beta["spec"]["type"] == "create"
         assert len([op for op in ops_of(kube_api, "alpha") if op["spec"]["type"] == "scale"]) == 1, \

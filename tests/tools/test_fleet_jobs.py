@@ -130,6 +130,32 @@ def test_a_pod_that_died_is_a_rerun_and_the_summary_is_the_later_runs():
     assert state.summary["recap"]["cp1"]["ok"] == 10
 
 
+def test_a_pod_deleted_while_it_ran_is_a_rerun_though_it_is_gone():
+    # kubectl delete pod (or an eviction, or a lost node): the pod is gone from the API, the Job counts it failed.
+    running = jobs.job_state({"status": {"failed": 1, "active": 1}}, [pod("2026-01-01T00:05:00Z")])
+    assert running.phase == "Running" and running.attempts == 2 and running.retried == 1
+    done = jobs.job_state({"status": {"failed": 1, "succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}},
+                          [pod("2026-01-01T00:05:00Z", 0, SUMMARY)])
+    assert done.phase == "Succeeded" and done.retried == 1
+
+
+def test_a_deleted_pod_the_job_has_not_counted_yet_is_a_rerun():
+    # Between the pod's finalizer removal and the Job's failed count, the pod is gone and listed as uncounted only.
+    window = {"status": {"active": 1, "uncountedTerminatedPods": {"failed": ["0b7e-uid"]}}}
+    state = jobs.job_state(window, [pod("2026-01-01T00:05:00Z")])
+    assert state.phase == "Running" and state.attempts == 2 and state.retried == 1
+
+
+def test_the_last_failure_of_a_failed_job_is_no_rerun():
+    killed = [pod(f"2026-01-01T00:0{index}:00Z", 137, "Killed") for index in range(4)]
+    out_of_retries = {"status": {"failed": 4, "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}}
+    assert jobs.job_state(out_of_retries, killed).retried == 3
+    failed_task = json.dumps({"failedTask": "Join the node", "message": "no"})
+    after_a_kill = {"status": {"failed": 2, "conditions": [{"type": "Failed", "status": "True", "reason": "PodFailurePolicy"}]}}
+    state = jobs.job_state(after_a_kill, [pod("2026-01-01T00:05:00Z", jobs.EXIT_PLAYBOOK_FAILED, failed_task)])
+    assert state.phase == "Failed" and state.retried == 1 and state.message == "no"
+
+
 def test_a_failed_task_fails_the_job_with_its_message():
     failed = json.dumps({"failedHost": "cp1", "failedTask": "Join the control plane", "message": "kubeadm join: timeout",
                          "recap": {"cp1": {"ok": 3, "failed": 1}}})
