@@ -30,7 +30,9 @@ def default_cache_path() -> str:
     return os.path.join(controller_cache_dir(), "file-sha256.json")
 
 
-def _identity(stat: os.stat_result) -> list:
+def identity(stat: os.stat_result) -> list:
+    """What must be unchanged for a cached checksum to hold: any write or chmod/chown moves ctime. The controller's
+    cache here and the nodes' (the checksums module) both use it."""
     return [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
 
 
@@ -70,14 +72,14 @@ class ChecksumCache:
         if not os.path.isfile(full):
             return None
         entry = self._entries.get(full)
-        if isinstance(entry, dict) and entry.get("id") == _identity(before) and isinstance(entry.get("sha256"), str):
+        if isinstance(entry, dict) and entry.get("id") == identity(before) and isinstance(entry.get("sha256"), str):
             return entry["sha256"]
         digest = self._hasher(full)
         self.hashed.append(full)
         # Kept only when the file did not change while it was read.
         after = os.stat(full)
-        if _identity(after) == _identity(before):
-            self._entries[full] = {"id": _identity(after), "sha256": digest}
+        if identity(after) == identity(before):
+            self._entries[full] = {"id": identity(after), "sha256": digest}
             self._dirty = True
         return digest
 

@@ -88,7 +88,6 @@ hashed:
 """
 
 import grp
-import hashlib
 import json
 import os
 import pwd
@@ -97,6 +96,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
+from ansible_collections.slipway.cluster.plugins.module_utils._file_checksums import identity, sha256_of
 
 _VERSION = 1
 
@@ -106,19 +106,6 @@ def _name(lookup, number: int) -> str:
         return lookup(number)[0]
     except KeyError:
         return str(number)
-
-
-def identity(info: os.stat_result) -> list:
-    """What must be unchanged for a cached checksum to hold: any write or chmod/chown moves ctime."""
-    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
-
-
-def sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def load_cache(path: str) -> dict:
@@ -161,7 +148,7 @@ def read(paths: list, cache: dict) -> tuple:
         key = identity(info)
         entry = updated.get(path)
         if not isinstance(entry, dict) or entry.get("identity") != key or not entry.get("sha256"):
-            entry = {"identity": key, "sha256": sha256(path)}
+            entry = {"identity": key, "sha256": sha256_of(path)}
             hashed.append(path)
             # Read again after hashing: a file written meanwhile must not keep this checksum.
             if identity(os.stat(path)) != key:
