@@ -177,8 +177,9 @@ def test_playbook_and_operator_make_the_same_objects_and_status(kube_api, nodes,
     by_playbook = snapshot(kube_api)
     status_by_playbook = component_status(kube_api.request("get", CC_PATH)["status"])
     assert statuses(status_by_playbook) == ["enabled"] * len(WANTED), played.summary()
-    deployment = by_playbook["/apis/apps/v1/namespaces/kubesphere-system/deployments/ks-apiserver"]
-    assert deployment["spec"]["replicas"] == 3, "one per control-plane node"
+    deployments = "/apis/apps/v1/namespaces/kubesphere-system/deployments/"
+    assert by_playbook[deployments + "ks-controller-manager"]["spec"]["replicas"] == 3, "one per control-plane node"
+    assert by_playbook[deployments + "ks-apiserver"]["spec"]["replicas"] == 1, "its token cache is in memory: one replica"
     assert "/apis/apps/v1/namespaces/kube-system/deployments/metrics-server" in by_playbook
 
     # 2. nothing of it left but the ClusterConfiguration
