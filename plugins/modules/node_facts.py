@@ -37,6 +37,52 @@ options:
     type: list
     elements: str
     default: [containerd.service, kubelet.service, haproxy.service, keepalived.service, etcd.service]
+  paths:
+    description:
+      - Paths whose state to report in RV(node_facts.files) - type, mode, owner, group and, for a regular file, its
+        sha256 - so that a role can skip writing a file that already holds what it would write.
+      - A symbolic link is followed, as M(slipway.cluster.files) follows it.
+    type: list
+    elements: path
+    default: []
+  secret_paths:
+    description:
+      - Paths reported in RV(node_facts.files) as those of O(paths) are, but never with a sha256: files that hold a
+        secret, whose digest is kept out of the results.
+    type: list
+    elements: path
+    default: []
+  blocks:
+    description:
+      - Blocks of lines between the markers M(ansible.builtin.blockinfile) writes, whose sha256 to report in
+        RV(node_facts.blocks), so that a role can skip a C(blockinfile) task whose block is already there.
+      - Each is a dictionary with C(path) and C(marker), the marker as given to C(blockinfile), with C({mark}).
+    type: list
+    elements: dict
+    default: []
+  users:
+    description: Users whose account to report in RV(node_facts.users).
+    type: list
+    elements: str
+    default: []
+  groups:
+    description: Groups to report in RV(node_facts.groups) when they exist.
+    type: list
+    elements: str
+    default: []
+  containerd_address:
+    description:
+      - The socket of a containerd to ask, with C(ctr), its version and the version of C(ctr) itself, reported in
+        RV(node_facts.containerd). Nothing is asked when empty or when C(ctr) is not installed.
+    type: str
+    default: ""
+  containerd_images:
+    description:
+      - Image references to look for in containerd's C(k8s.io) namespace (with O(containerd_address)); those it
+        does not have are reported in RV(node_facts.containerd.images_missing).
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: full
@@ -45,8 +91,8 @@ attributes:
     support: none
     description: The module changes nothing, so there is nothing to show.
 notes:
-  - Reads C(/proc), C(/sys), C(/etc/os-release), C(/etc/hostname), C(/etc/fstab) and C(/var/lib/dpkg/status);
-    runs C(ip), C(timedatectl) and C(systemctl) when present.
+  - Reads C(/proc), C(/sys), C(/etc/os-release), C(/etc/hostname), C(/etc/fstab) and C(/var/lib/dpkg/status),
+    and the files named in O(paths) and O(blocks); runs C(ip), C(timedatectl) and C(systemctl) when present.
 """
 
 EXAMPLES = r"""
@@ -163,13 +209,53 @@ node_facts:
       type: dict
       returned: always
       sample: {active: [containerd.service, kubelet.service], enabled: [containerd.service, kubelet.service]}
+    files:
+      description:
+        - For each path of O(paths) that exists, its C(type) (C(file), C(directory) or C(other)), C(mode) (an octal
+          string), C(owner) and C(group) (names, or the numbers when they have none) and, for a regular file, its
+          C(sha256). A path that does not exist is left out.
+      type: dict
+      returned: always
+      sample: {/etc/sysctl.d/99-kubernetes.conf: {type: file, mode: "0644", owner: root, group: root, sha256: 9f86d08}}
+    blocks:
+      description:
+        - For each entry of O(blocks), by path and then by marker, the sha256 of the lines between its C(BEGIN) and
+          C(END) marker lines, joined with newlines. Left out when the file or either marker line is missing, or
+          when a marker line is there more than once.
+      type: dict
+      returned: always
+      sample: {/etc/hosts: {"# {mark} slipway.cluster nodes": 2c26b46}}
+    users:
+      description: For each user of O(users) that exists, its C(uid), primary C(group) name, C(home) and C(shell).
+      type: dict
+      returned: always
+      sample: {etcd: {uid: 998, group: etcd, home: /var/lib/etcd, shell: /usr/sbin/nologin}}
+    containerd:
+      description:
+        - With O(containerd_address), what C(ctr version) reports of itself (C(client_version)) and of the daemon
+          (C(server_version), empty when it does not answer), and which of O(containerd_images) containerd does not
+          have (C(images_missing), left out when they could not be listed). Empty without O(containerd_address) or
+          without C(ctr).
+      type: dict
+      returned: always
+      sample: {client_version: v2.3.7, server_version: v2.3.7, images_missing: []}
+    groups:
+      description: The groups of O(groups) that exist, sorted.
+      type: list
+      elements: str
+      returned: always
+      sample: [etcd]
 """
 
 import glob
+import grp
+import hashlib
 import json
 import os
 import platform
+import pwd
 import socket
+import stat
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -375,6 +461,116 @@ def services(names: list, states: dict) -> dict:
     }
 
 
+def _name(lookup, number: int):
+    try:
+        return lookup(number)[0]
+    except KeyError:
+        return number
+
+
+def path_states(paths: list, secret: tuple = ()) -> dict:
+    """{path: {type, mode, owner, group[, sha256]}} of each path that exists (links followed); no sha256 for those
+    in ``secret``."""
+    result = {}
+    for path in list(paths) + [path for path in secret if path not in paths]:
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        kind = "file" if stat.S_ISREG(info.st_mode) else "directory" if stat.S_ISDIR(info.st_mode) else "other"
+        entry = {"type": kind, "mode": f"{stat.S_IMODE(info.st_mode):04o}",
+                 "owner": _name(pwd.getpwuid, info.st_uid), "group": _name(grp.getgrgid, info.st_gid)}
+        if kind == "file" and path not in secret:
+            digest = hashlib.sha256()
+            try:
+                with open(path, "rb") as handle:
+                    for chunk in iter(lambda: handle.read(1 << 20), b""):
+                        digest.update(chunk)
+            except OSError:
+                continue
+            entry["sha256"] = digest.hexdigest()
+        result[path] = entry
+    return result
+
+
+def block_digest(text: str, marker: str):
+    """The sha256 of the lines between the BEGIN and END lines of ``marker`` in ``text``, as blockinfile writes
+    them; None unless each marker line is there exactly once, BEGIN first."""
+    lines = text.splitlines()
+    begin, end = marker.replace("{mark}", "BEGIN"), marker.replace("{mark}", "END")
+    if lines.count(begin) != 1 or lines.count(end) != 1:
+        return None
+    first, last = lines.index(begin), lines.index(end)
+    if first > last:
+        return None
+    return hashlib.sha256("\n".join(lines[first + 1:last]).encode("utf-8")).hexdigest()
+
+
+def block_states(blocks: list) -> dict:
+    result: dict = {}
+    for entry in blocks:
+        path, marker = entry.get("path"), entry.get("marker")
+        if not path or not marker:
+            continue
+        digest = block_digest(_read(path), marker) if os.path.isfile(path) else None
+        if digest is not None:
+            result.setdefault(path, {})[marker] = digest
+    return result
+
+
+def user_states(names: list) -> dict:
+    result = {}
+    for name in names:
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            continue
+        result[name] = {"uid": entry.pw_uid, "group": _name(grp.getgrgid, entry.pw_gid),
+                        "home": entry.pw_dir, "shell": entry.pw_shell}
+    return result
+
+
+def group_states(names: list) -> list:
+    found = []
+    for name in names:
+        try:
+            grp.getgrnam(name)
+        except KeyError:
+            continue
+        found.append(name)
+    return sorted(set(found))
+
+
+def parse_ctr_version(out: str) -> tuple:
+    """(client, server) versions from `ctr version`: the Version line of its Client and of its Server section."""
+    versions = {"client": "", "server": ""}
+    section = ""
+    for line in out.splitlines():
+        stripped = line.strip()
+        if stripped in ("Client:", "Server:"):
+            section = stripped[:-1].lower()
+        elif section and stripped.startswith("Version:"):
+            versions[section] = versions[section] or stripped[len("Version:"):].strip()
+    return versions["client"], versions["server"]
+
+
+def containerd_state(module: AnsibleModule, address: str, images: list) -> dict:
+    """The versions `ctr version` reports, and which of ``images`` containerd's k8s.io namespace lacks."""
+    ctr = module.get_bin_path("ctr", opt_dirs=["/usr/local/bin"]) if address else None
+    if not ctr:
+        return {}
+    out = module.run_command([ctr, "--address", address, "version"])[1]
+    client, server = parse_ctr_version(out)
+    result = {"client_version": client, "server_version": server}
+    if server and images:
+        rc, listed, dummy = module.run_command([ctr, "--address", address, "--namespace", "k8s.io", "images", "list",
+                                                "--quiet"])
+        if rc == 0:
+            present = set(listed.split())
+            result["images_missing"] = [ref for ref in dict.fromkeys(images) if ref not in present]
+    return result
+
+
 def gather(module: AnsibleModule) -> dict:
     mem = meminfo()
     names = list(dict.fromkeys(module.params["services"]))
@@ -399,6 +595,11 @@ def gather(module: AnsibleModule) -> dict:
         "kernel_modules": module_states(module.params["kernel_modules"]),
         "packages": installed_packages(_read("/var/lib/dpkg/status")),
         "services": services(names, states),
+        "files": path_states(module.params["paths"], tuple(module.params["secret_paths"])),
+        "blocks": block_states(module.params["blocks"]),
+        "users": user_states(module.params["users"]),
+        "groups": group_states(module.params["groups"]),
+        "containerd": containerd_state(module, module.params["containerd_address"], module.params["containerd_images"]),
     }
 
 
@@ -407,6 +608,13 @@ def main() -> None:
         argument_spec={
             "kernel_modules": {"type": "list", "elements": "str", "default": ["overlay", "br_netfilter"]},
             "services": {"type": "list", "elements": "str", "default": list(_SERVICES)},
+            "paths": {"type": "list", "elements": "path", "default": []},
+            "secret_paths": {"type": "list", "elements": "path", "default": []},
+            "blocks": {"type": "list", "elements": "dict", "default": []},
+            "users": {"type": "list", "elements": "str", "default": []},
+            "groups": {"type": "list", "elements": "str", "default": []},
+            "containerd_address": {"type": "str", "default": ""},
+            "containerd_images": {"type": "list", "elements": "str", "default": []},
         },
         supports_check_mode=True,
     )

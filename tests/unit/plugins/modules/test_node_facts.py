@@ -104,3 +104,103 @@ def test_a_socket_with_no_owner_after_every_attempt_is_reported_without_one(monk
     monkeypatch.setattr(node_facts, "_listening_once", scan)
     assert node_facts.listening(attempts=3, pause=0) == [{"address": "0.0.0.0", "port": 2049, "process": ""}]
     assert len(calls) == 3
+
+
+def test_paths_report_type_mode_owner_and_the_sha256_of_files(tmp_path):
+    import hashlib
+    import os
+
+    from ansible_collections.slipway.cluster.plugins.modules.node_facts import path_states
+
+    conf = tmp_path / "a.conf"
+    conf.write_bytes(b"x = 1\n")
+    conf.chmod(0o640)
+    link = tmp_path / "link.conf"
+    os.symlink(conf, link)
+    states = path_states([str(conf), str(tmp_path), str(link), str(tmp_path / "missing")])
+    assert states[str(conf)]["type"] == "file"
+    assert states[str(conf)]["mode"] == "0640"
+    assert states[str(conf)]["sha256"] == hashlib.sha256(b"x = 1\n").hexdigest()
+    assert states[str(link)] == states[str(conf)]
+    assert states[str(tmp_path)]["type"] == "directory"
+    assert "sha256" not in states[str(tmp_path)]
+    assert str(tmp_path / "missing") not in states
+
+
+def test_users_and_groups_that_exist_are_reported():
+    from ansible_collections.slipway.cluster.plugins.modules.node_facts import group_states, user_states
+
+    users = user_states(["root", "no-such-user-slipway"])
+    assert list(users) == ["root"]
+    assert users["root"]["uid"] == 0
+    assert group_states(["root", "no-such-group-slipway", "root"]) == ["root"]
+
+
+CTR_VERSION = """Client:
+  Version:  v2.3.7
+  Revision: 0a1b2c
+  Go version: go1.26.8
+
+Server:
+  Version:  v2.3.6
+  Revision: 9f8e7d
+  UUID: 4b0b
+"""
+
+
+def test_ctr_version_gives_the_client_and_the_server_release():
+    from ansible_collections.slipway.cluster.plugins.modules.node_facts import parse_ctr_version
+
+    assert parse_ctr_version(CTR_VERSION) == ("v2.3.7", "v2.3.6")
+    # containerd not running: ctr prints its own section only.
+    assert parse_ctr_version(CTR_VERSION.split("\n\n")[0]) == ("v2.3.7", "")
+    assert parse_ctr_version("") == ("", "")
+
+
+def test_secret_paths_are_reported_without_their_digest(tmp_path):
+    from ansible_collections.slipway.cluster.plugins.modules.node_facts import path_states
+
+    key = tmp_path / "config.yaml"
+    key.write_text("secret: c2VjcmV0\n")
+    key.chmod(0o600)
+    states = path_states([], (str(key),))
+    assert states[str(key)]["mode"] == "0600"
+    assert "sha256" not in states[str(key)]
+    assert "sha256" not in path_states([str(key)], (str(key),))[str(key)]
+
+
+class _Ctr:
+    """An AnsibleModule stand-in that answers ctr's two commands, recording what was run."""
+
+    def __init__(self, version: str, images: str | None, ctr: str | None = "/usr/local/bin/ctr"):
+        self.version, self.images, self.ctr, self.ran = version, images, ctr, []
+
+    def get_bin_path(self, name, opt_dirs=None):
+        return self.ctr if name == "ctr" else None
+
+    def run_command(self, argv):
+        self.ran.append(argv)
+        if argv[-1] == "version":
+            return 0, self.version, ""
+        return (1, "", "failed") if self.images is None else (0, self.images, "")
+
+
+def test_containerd_reports_its_versions_and_the_images_it_lacks():
+    from ansible_collections.slipway.cluster.plugins.modules.node_facts import containerd_state
+
+    module = _Ctr(CTR_VERSION, "registry.k8s.io/pause:3.10\nregistry.k8s.io/etcd:3.6.0\n")
+    state = containerd_state(module, "/run/containerd/containerd.sock",
+                             ["registry.k8s.io/pause:3.10", "registry.k8s.io/coredns:v1.12", "registry.k8s.io/pause:3.10"])
+    assert state == {"client_version": "v2.3.7", "server_version": "v2.3.6",
+                     "images_missing": ["registry.k8s.io/coredns:v1.12"]}
+    assert module.ran[1][:3] == ["/usr/local/bin/ctr", "--address", "/run/containerd/containerd.sock"]
+
+
+def test_containerd_not_answering_or_not_listing_reports_no_images():
+    from ansible_collections.slipway.cluster.plugins.modules.node_facts import containerd_state
+
+    assert containerd_state(_Ctr(CTR_VERSION.split("\n\n")[0], ""), "/run/c.sock", ["a"]) == {
+        "client_version": "v2.3.7", "server_version": ""}
+    assert "images_missing" not in containerd_state(_Ctr(CTR_VERSION, None), "/run/c.sock", ["a"])
+    assert containerd_state(_Ctr(CTR_VERSION, "", ctr=None), "/run/c.sock", ["a"]) == {}
+    assert containerd_state(_Ctr(CTR_VERSION, ""), "", ["a"]) == {}
