@@ -259,6 +259,8 @@ def node_summary(facts: Mapping[str, Any]) -> dict[str, Any]:
         # writing what already holds what it would write (plugins/filter/node_state.py). Digests, not contents.
         "files": {path: dict(entry) for path, entry in (facts.get("files") or {}).items()},
         "blocks": {path: dict(entry) for path, entry in (facts.get("blocks") or {}).items()},
+        # The few small files a role would read again (the kubelet's configuration, the static pod manifests).
+        "contents": dict(facts.get("contents") or {}),
         "users": {name: dict(entry) for name, entry in (facts.get("users") or {}).items()},
         "groups": list(facts.get("groups") or []),
         # containerd's versions and the images it lacked: a rerun skips asking them again when nothing changed them.

@@ -52,6 +52,13 @@ options:
     type: list
     elements: path
     default: []
+  contents:
+    description:
+      - Small text files (up to 256 KiB) whose content to report in RV(node_facts.contents), so that a role can skip
+        reading them again. Never name a file that holds a secret.
+    type: list
+    elements: path
+    default: []
   blocks:
     description:
       - Blocks of lines between the markers M(ansible.builtin.blockinfile) writes, whose sha256 to report in
@@ -92,7 +99,7 @@ attributes:
     description: The module changes nothing, so there is nothing to show.
 notes:
   - Reads C(/proc), C(/sys), C(/etc/os-release), C(/etc/hostname), C(/etc/fstab) and C(/var/lib/dpkg/status),
-    and the files named in O(paths) and O(blocks); runs C(ip), C(timedatectl) and C(systemctl) when present.
+    and the files named in O(paths), O(contents) and O(blocks); runs C(ip), C(timedatectl) and C(systemctl) when present.
 """
 
 EXAMPLES = r"""
@@ -217,6 +224,13 @@ node_facts:
       type: dict
       returned: always
       sample: {/etc/sysctl.d/99-kubernetes.conf: {type: file, mode: "0644", owner: root, group: root, sha256: 9f86d08}}
+    contents:
+      description:
+        - For each path of O(contents), its text; V(null) when it is not there (or is not a regular file of at most
+          256 KiB).
+      type: dict
+      returned: always
+      sample: {/var/lib/kubelet/config.yaml: "apiVersion: kubelet.config.k8s.io/v1beta1\n", /etc/missing.yaml: null}
     blocks:
       description:
         - For each entry of O(blocks), by path and then by marker, the sha256 of the lines between its C(BEGIN) and
@@ -493,6 +507,21 @@ def path_states(paths: list, secret: tuple = ()) -> dict:
     return result
 
 
+_CONTENT_LIMIT = 256 * 1024
+
+
+def file_contents(paths: list) -> dict:
+    """{path: text, or None where there is no regular file of at most _CONTENT_LIMIT bytes}."""
+    result: dict = {}
+    for path in paths:
+        try:
+            small = os.path.isfile(path) and os.path.getsize(path) <= _CONTENT_LIMIT
+        except OSError:
+            small = False
+        result[path] = _read(path) if small else None
+    return result
+
+
 def block_digest(text: str, marker: str):
     """The sha256 of the lines between the BEGIN and END lines of ``marker`` in ``text``, as blockinfile writes
     them; None unless each marker line is there exactly once, BEGIN first."""
@@ -596,6 +625,7 @@ def gather(module: AnsibleModule) -> dict:
         "packages": installed_packages(_read("/var/lib/dpkg/status")),
         "services": services(names, states),
         "files": path_states(module.params["paths"], tuple(module.params["secret_paths"])),
+        "contents": file_contents(module.params["contents"]),
         "blocks": block_states(module.params["blocks"]),
         "users": user_states(module.params["users"]),
         "groups": group_states(module.params["groups"]),
@@ -610,6 +640,7 @@ def main() -> None:
             "services": {"type": "list", "elements": "str", "default": list(_SERVICES)},
             "paths": {"type": "list", "elements": "path", "default": []},
             "secret_paths": {"type": "list", "elements": "path", "default": []},
+            "contents": {"type": "list", "elements": "path", "default": []},
             "blocks": {"type": "list", "elements": "dict", "default": []},
             "users": {"type": "list", "elements": "str", "default": []},
             "groups": {"type": "list", "elements": "str", "default": []},

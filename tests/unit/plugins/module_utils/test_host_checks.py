@@ -175,7 +175,7 @@ def test_node_summary_keeps_what_roles_need():
         "os": "debian", "os_version": "12", "arch": "x86_64", "cgroup_version": 1, "container": True,
         "cap_sys_resource": False, "swap_mb": 0, "kernel_modules": {"overlay": "builtin", "br_netfilter": "loaded"},
         "hostname": "", "static_hostname": "", "swap_fstab": [], "packages": [], "services": {"active": [], "enabled": []},
-        "files": {}, "blocks": {}, "users": {}, "groups": [], "containerd": {},
+        "files": {}, "blocks": {}, "contents": {}, "users": {}, "groups": [], "containerd": {},
     }
 
 

@@ -204,3 +204,14 @@ def test_containerd_not_answering_or_not_listing_reports_no_images():
     assert "images_missing" not in containerd_state(_Ctr(CTR_VERSION, None), "/run/c.sock", ["a"])
     assert containerd_state(_Ctr(CTR_VERSION, "", ctr=None), "/run/c.sock", ["a"]) == {}
     assert containerd_state(_Ctr(CTR_VERSION, ""), "", ["a"]) == {}
+
+
+def test_contents_are_read_and_a_file_not_there_is_null(tmp_path):
+    from ansible_collections.slipway.cluster.plugins.modules.node_facts import file_contents
+
+    config = tmp_path / "config.yaml"
+    config.write_text("serverTLSBootstrap: true\n")
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * (256 * 1024 + 1))
+    assert file_contents([str(config), str(tmp_path / "none"), str(tmp_path), str(big)]) == {
+        str(config): "serverTLSBootstrap: true\n", str(tmp_path / "none"): None, str(tmp_path): None, str(big): None}
