@@ -255,14 +255,4 @@ def node_summary(facts: Mapping[str, Any]) -> dict[str, Any]:
             "active": list((facts.get("services") or {}).get("active") or []),
             "enabled": list((facts.get("services") or {}).get("enabled") or []),
         },
-        # The state of the files, /etc/hosts block and users the roles write, as the run found them: a role skips
-        # writing what already holds what it would write (plugins/filter/node_state.py). Digests, not contents.
-        "files": {path: dict(entry) for path, entry in (facts.get("files") or {}).items()},
-        "blocks": {path: dict(entry) for path, entry in (facts.get("blocks") or {}).items()},
-        # The few small files a role would read again (the kubelet's configuration, the static pod manifests).
-        "contents": dict(facts.get("contents") or {}),
-        "users": {name: dict(entry) for name, entry in (facts.get("users") or {}).items()},
-        "groups": list(facts.get("groups") or []),
-        # containerd's versions and the images it lacked: a rerun skips asking them again when nothing changed them.
-        "containerd": dict(facts.get("containerd") or {}),
     }

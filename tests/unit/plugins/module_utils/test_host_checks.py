@@ -175,21 +175,7 @@ def test_node_summary_keeps_what_roles_need():
         "os": "debian", "os_version": "12", "arch": "x86_64", "cgroup_version": 1, "container": True,
         "cap_sys_resource": False, "swap_mb": 0, "kernel_modules": {"overlay": "builtin", "br_netfilter": "loaded"},
         "hostname": "", "static_hostname": "", "swap_fstab": [], "packages": [], "services": {"active": [], "enabled": []},
-        "files": {}, "blocks": {}, "contents": {}, "users": {}, "groups": [], "containerd": {},
     }
-
-
-def test_node_summary_keeps_the_state_of_what_roles_write():
-    files = {"/etc/sysctl.d/99-kubernetes.conf": {"type": "file", "mode": "0644", "owner": "root", "group": "root",
-                                                  "sha256": "ab"}}
-    summary = node_summary(facts_for(
-        "10.0.0.11", files=files, blocks={"/etc/hosts": {"# {mark} x": "cd"}}, groups=["etcd"],
-        users={"etcd": {"uid": 998, "group": "etcd", "home": "/var/lib/etcd", "shell": "/usr/sbin/nologin"}},
-    ))
-    assert summary["files"] == files
-    assert summary["blocks"] == {"/etc/hosts": {"# {mark} x": "cd"}}
-    assert summary["users"]["etcd"]["home"] == "/var/lib/etcd"
-    assert summary["groups"] == ["etcd"]
 
 
 def test_node_summary_keeps_what_roles_skip_on():
