@@ -48,8 +48,8 @@ options:
     default: []
   secret_paths:
     description:
-      - Paths reported in RV(node_facts.files) as those of O(paths) are, but never with a sha256: files that hold a
-        secret, whose digest is kept out of the results.
+      - Paths reported in RV(node_facts.files) as those of O(paths) are, but never with a sha256, for files that
+        hold a secret, whose digest is kept out of the results.
     type: list
     elements: path
     default: []
