@@ -81,8 +81,8 @@ options:
   checksum_paths:
     description:
       - Files whose sha256, size, mode, owner and group to report in RV(node_facts.checksums), as
-        M(slipway.cluster.checksums) reports them, from and into the same cache (O(checksum_cache)): a file whose
-        identity and times did not change is not read again.
+        M(slipway.cluster.checksums) reports them, from and into the same cache (O(checksum_cache)), so that a file
+        whose identity and times did not change is not read again.
     type: list
     elements: path
     default: []
