@@ -17,8 +17,7 @@ description:
     synchronization, listening TCP sockets with their processes, effective capabilities, interface
     addresses, the state of the kernel modules Kubernetes needs, the hostname, the installed
     Debian packages and the systemd services that run or start at boot.
-  - Changes nothing on the node but the cache of checksums it shares with M(slipway.cluster.checksums) (with
-    O(checksum_paths), outside check mode). It replaces fact gathering for the preflight checks of
+  - Changes nothing on the node. It replaces fact gathering for the preflight checks of
     M(slipway.cluster.host_checks) and is much cheaper than M(ansible.builtin.setup).
   - A kernel module counts as present when it is loaded, built into the kernel (listed in
     C(modules.builtin), present under C(/sys/module) or enabled as C(=y) in the kernel
@@ -78,18 +77,6 @@ options:
     type: list
     elements: str
     default: []
-  checksum_paths:
-    description:
-      - Files whose sha256, size, mode, owner and group to report in RV(node_facts.checksums), as
-        M(slipway.cluster.checksums) reports them, from and into the same cache (O(checksum_cache)), so that a file
-        whose identity and times did not change is not read again.
-    type: list
-    elements: path
-    default: []
-  checksum_cache:
-    description: The cache file of M(slipway.cluster.checksums)' O(slipway.cluster.checksums#module:cache).
-    type: path
-    default: /var/lib/slipway/checksums.json
   containerd_address:
     description:
       - The socket of a containerd to ask, with C(ctr), its version and the version of C(ctr) itself, reported in
@@ -257,14 +244,6 @@ node_facts:
       type: dict
       returned: always
       sample: {etcd: {uid: 998, group: etcd, home: /var/lib/etcd, shell: /usr/sbin/nologin}}
-    checksums:
-      description:
-        - With O(checksum_paths), C(files) (each existing regular file's C(sha256), C(size), C(mode), C(owner) and
-          C(group)) and C(missing) (the other paths, in the order given), as M(slipway.cluster.checksums) returns them.
-      type: dict
-      returned: always
-      sample: {files: {/usr/local/bin/kubeadm: {sha256: 5c1cfd6, size: 72351928, mode: "0755", owner: root, group: root}},
-               missing: [/var/lib/slipway/binaries/binaries.tar]}
     containerd:
       description:
         - With O(containerd_address), what C(ctr version) reports of itself (C(client_version)) and of the daemon
@@ -295,7 +274,6 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.slipway.cluster.plugins.module_utils._kernel import module_states
-from ansible_collections.slipway.cluster.plugins.module_utils._node_checksums import load_cache, read, save_cache
 
 _TIME_SERVICES = ("chrony", "chronyd", "systemd-timesyncd", "ntp", "ntpd", "ntpsec", "openntpd")
 # The services the roles start and enable, whose state lets a rerun skip starting them.
@@ -622,23 +600,6 @@ def containerd_state(module: AnsibleModule, address: str, images: list) -> dict:
     return result
 
 
-def checksums(paths: list, cache_path: str, keep: bool) -> dict:
-    """{files, missing} of ``paths`` as slipway.cluster.checksums reports them; the cache is kept when ``keep``."""
-    if not paths:
-        return {}
-    cache = load_cache(cache_path)
-    try:
-        files, missing, dummy, updated = read(paths, cache)
-    except OSError:
-        return {}
-    if keep and updated != cache:
-        try:
-            save_cache(cache_path, updated)
-        except OSError:
-            pass
-    return {"files": files, "missing": missing}
-
-
 def gather(module: AnsibleModule) -> dict:
     mem = meminfo()
     names = list(dict.fromkeys(module.params["services"]))
@@ -668,7 +629,6 @@ def gather(module: AnsibleModule) -> dict:
         "blocks": block_states(module.params["blocks"]),
         "users": user_states(module.params["users"]),
         "groups": group_states(module.params["groups"]),
-        "checksums": checksums(module.params["checksum_paths"], module.params["checksum_cache"], not module.check_mode),
         "containerd": containerd_state(module, module.params["containerd_address"], module.params["containerd_images"]),
     }
 
@@ -684,8 +644,6 @@ def main() -> None:
             "blocks": {"type": "list", "elements": "dict", "default": []},
             "users": {"type": "list", "elements": "str", "default": []},
             "groups": {"type": "list", "elements": "str", "default": []},
-            "checksum_paths": {"type": "list", "elements": "path", "default": []},
-            "checksum_cache": {"type": "path", "default": "/var/lib/slipway/checksums.json"},
             "containerd_address": {"type": "str", "default": ""},
             "containerd_images": {"type": "list", "elements": "str", "default": []},
         },

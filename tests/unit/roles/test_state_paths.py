@@ -50,7 +50,6 @@ def test_the_encryption_key_is_read_without_its_digest():
 def test_the_argument_spec_has_the_same_defaults():
     preflight = load("roles", "preflight", "defaults", "main.yml")
     options = load("roles", "preflight", "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
-    for name in ("preflight_state_paths", "preflight_state_secret_paths", "preflight_state_contents", "preflight_state_checksum_paths",
-                 "preflight_state_blocks",
+    for name in ("preflight_state_paths", "preflight_state_secret_paths", "preflight_state_contents", "preflight_state_blocks",
                  "preflight_state_users", "preflight_containerd_address"):
         assert options[name]["default"] == preflight[name], name

@@ -215,24 +215,3 @@ def test_contents_are_read_and_a_file_not_there_is_null(tmp_path):
     big.write_bytes(b"x" * (256 * 1024 + 1))
     assert file_contents([str(config), str(tmp_path / "none"), str(tmp_path), str(big)]) == {
         str(config): "serverTLSBootstrap: true\n", str(tmp_path / "none"): None, str(tmp_path): None, str(big): None}
-
-
-def test_checksums_are_those_of_the_checksums_module_from_the_same_cache(tmp_path):
-    import hashlib
-
-    from ansible_collections.slipway.cluster.plugins.module_utils._node_checksums import load_cache
-    from ansible_collections.slipway.cluster.plugins.modules.node_facts import checksums
-
-    binary = tmp_path / "kubeadm"
-    binary.write_bytes(b"kubeadm")
-    cache = tmp_path / "cache" / "checksums.json"
-    result = checksums([str(binary), str(tmp_path / "kubelet")], str(cache), keep=False)
-    assert result == {"files": {str(binary): {"sha256": hashlib.sha256(b"kubeadm").hexdigest(), "size": 7,
-                                              "mode": "%04o" % (binary.stat().st_mode & 0o7777),
-                                              "owner": result["files"][str(binary)]["owner"],
-                                              "group": result["files"][str(binary)]["group"]}},
-                      "missing": [str(tmp_path / "kubelet")]}
-    assert not cache.exists()
-    checksums([str(binary)], str(cache), keep=True)
-    assert str(binary) in load_cache(str(cache))
-    assert checksums([], str(cache), keep=True) == {}
