@@ -86,7 +86,7 @@ options:
   containerd_images:
     description:
       - Image references to look for in containerd's C(k8s.io) namespace (with O(containerd_address)); those it
-        does not have are reported in RV(node_facts.containerd.images_missing).
+        does not have are reported as C(images_missing) in RV(node_facts.containerd).
     type: list
     elements: str
     default: []
@@ -639,7 +639,8 @@ def main() -> None:
             "kernel_modules": {"type": "list", "elements": "str", "default": ["overlay", "br_netfilter"]},
             "services": {"type": "list", "elements": "str", "default": list(_SERVICES)},
             "paths": {"type": "list", "elements": "path", "default": []},
-            "secret_paths": {"type": "list", "elements": "path", "default": []},
+            # Paths, not secrets: the files they name are read without their digest.
+            "secret_paths": {"type": "list", "elements": "path", "default": [], "no_log": False},
             "contents": {"type": "list", "elements": "path", "default": []},
             "blocks": {"type": "list", "elements": "dict", "default": []},
             "users": {"type": "list", "elements": "str", "default": []},
