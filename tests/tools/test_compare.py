@@ -412,6 +412,7 @@ def test_the_docs_table_names_the_same_settings_as_a_run_writes(tmp_path):
     found = _settings(tmp_path)[0]
     assert [s.name for s in kubespray.symbolic()] == [s.name for s in found]
     assert "GATEWAY:5000" in kubespray.settings_table(kubespray.symbolic())
+    assert "| `` |" not in kubespray.settings_table(kubespray.symbolic()), "every setting shows its value"
 
 
 def test_a_refused_extra_vars_file_fails_create_and_no_other_step_runs():

@@ -173,7 +173,8 @@ def symbolic(files_port: int = 8780, registry_port: int = 5000) -> list[Setting]
             ("flannel-cni-plugin", "ghcr.io/flannel-io/flannel-cni-plugin"))},
         image_paths={}, image_tags={})
     served = {name: Served(name, "<sha256 of the served file>") for name in
-              ("kubeadm", "kubelet", "kubectl", "etcd", "cni", "crictl", "containerd", "runc", "nerdctl")}
+              ("kubeadm", "kubelet", "kubectl", "etcd", "cni", "crictl", "containerd", "runc")}
+    served["nerdctl"] = Served("nerdctl", "<sha256 of the served file>", "<built nerdctl>")
     found = settings(release, served, f"http://GATEWAY:{files_port}", f"GATEWAY:{registry_port}")
     return [dataclasses.replace(s, shown="") if s.shown and "<" in str(s.value) else s for s in found]
 
