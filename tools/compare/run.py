@@ -230,6 +230,9 @@ def _kubespray(opts: Options, cluster: str, inventory: Path, source: Path, cache
         inventory_for(False)
         env["ANSIBLE_CONFIG"] = str(source / "ansible.cfg")
         env["ANSIBLE_CACHE_PLUGIN_CONNECTION"] = str(fresh_fact_cache(opts.work / "kubespray" / "facts"))
+        # The sample inventory's password lookups (kubeadm_certificate_key) write under the inventory's credentials/:
+        # a new cluster gets new ones, as a new inventory would.
+        shutil.rmtree(inventory.parent / "credentials", ignore_errors=True)
         run_steps = {step: steps.kubespray_commands(
             step, playbook=str(playbook), inventory=inventory, source=source, env=env, added=ADDED,
             extra=extra[current.kubernetes if step in ("upgrade", "reset") else older.kubernetes])
