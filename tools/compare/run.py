@@ -91,10 +91,11 @@ def lab_up(cluster: str, inventory: Path, nodes: list[str], added_groups: str, l
 
 
 @contextlib.contextmanager
-def client_loop(inventory: Path, manifest: dict[str, Any], logs: Path) -> Iterator[list[dict[str, Any]]]:
+def client_loop(inventory: Path, manifest: dict[str, Any], logs: Path,
+                pull_policy: str = "Never") -> Iterator[list[dict[str, Any]]]:
     """tools/bench.py's web Deployment and client during the block; the client's counts appended at the end."""
     counts: list[dict[str, Any]] = []
-    client = bench.serve_web(str(inventory), manifest, logs)
+    client = bench.serve_web(str(inventory), manifest, logs, pull_policy)
     try:
         yield counts
     finally:
@@ -240,7 +241,8 @@ def _kubespray(opts: Options, cluster: str, inventory: Path, source: Path, cache
         before = {"scale": lambda: inventory_for(True), "upgrade": lambda: inventory_for(False)}
         web = dict(manifest, images=[dict(i, ref=kubespray.mirror_ref(registry, i["ref"])) if i["name"] == "busybox"
                                      else i for i in manifest["images"]])
-        return measure("kubespray", run_steps, before, logs, lambda: client_loop(inventory, web, logs))
+        # kubespray's nodes pull every image from the registry, busybox too (slipway's import the bundle's).
+        return measure("kubespray", run_steps, before, logs, lambda: client_loop(inventory, web, logs, "IfNotPresent"))
 
 
 def fresh_fact_cache(path: Path) -> Path:
