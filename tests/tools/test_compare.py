@@ -508,12 +508,21 @@ def fixture_replaced(tmp_path, monkeypatch):
 
     executed: list[tuple[str, ...]] = []
 
+    inventories: dict[str, set[str]] = {}
+
     def fake_execute(command):
         executed.append(tuple(command.argv))
+        playbook = next(a for a in command.argv[3:] if a.endswith(".yml") and not a.startswith("@"))
+        hosts = yaml.safe_load(Path(command.argv[2]).read_text(encoding="utf-8"))["all"]
+        inventories[f"{'kubespray' if '--become' in command.argv else 'slipway'} {playbook}"] = {
+            f"{name}:{group}" for group, members in hosts["children"].items()
+            for name in ((members or {}).get("hosts") or {})} | set(hosts["hosts"])
         failing = "upgrade-cluster.yml" in command.argv
         return (2, FAILED_OUTPUT) if failing else (0, RECAP_OUTPUT.format(cp1_ok=9, changed=0))
 
     monkeypatch.setattr(run, "lab", fake_lab)
+    monkeypatch.setattr(run, "diagnose", lambda cluster, node, out: calls.append(f"diagnose {cluster} {node} {out.name}")
+                        or out)
     monkeypatch.setattr(run.services, "file_server", fake_service)
     monkeypatch.setattr(run.services, "registry", fake_service)
     monkeypatch.setattr(run.services, "gateway", lambda: "10.88.0.1")
@@ -535,7 +544,8 @@ def fixture_replaced(tmp_path, monkeypatch):
     monkeypatch.setattr(run.bench, "serve_web", lambda inventory, manifest, logs, pull_policy: calls.append(
         f"web {Path(inventory).parent.name} {next(i['ref'] for i in manifest['images'] if i['name'] == 'busybox')} "
         f"{pull_policy}") or Client())
-    return {"calls": calls, "executed": executed, "bundle": bundle_dir, "tarball": tarball, "work": tmp_path / "work"}
+    return {"calls": calls, "executed": executed, "bundle": bundle_dir, "tarball": tarball, "work": tmp_path / "work",
+            "inventories": inventories}
 
 
 def test_a_whole_comparison_with_the_lab_and_the_playbooks_replaced(replaced, tmp_path):
@@ -551,6 +561,16 @@ def test_a_whole_comparison_with_the_lab_and_the_playbooks_replaced(replaced, tm
     # slipway's nodes have the bundle's busybox imported; kubespray's pull it from the registry
     assert "web slipway docker.io/library/busybox:1.35.0 Never" in calls
     assert "web kubespray 10.88.0.1:5000/library/busybox:1.35.0 IfNotPresent" in calls
+    # kubespray's failed upgrade: what its first control plane says is kept before the nodes go
+    assert "diagnose cmp-kubespray cp1 kubespray-upgrade-nodes.log" in calls
+    assert calls.index("diagnose cmp-kubespray cp1 kubespray-upgrade-nodes.log") < len(calls) - 1  # before the last down
+    # the added worker is in slipway's inventory (preflight refuses a host in no group) only from scale to remove
+    inventories = replaced["inventories"]
+    for playbook in ("site.yml", "playbooks/upgrade.yml", "playbooks/reset.yml"):
+        assert "w3" not in inventories[f"slipway {playbook}"], playbook
+    assert {"w3", "w3:kube_node"} <= inventories["slipway playbooks/scale.yml"]
+    assert {"w3", "w3:kube_node"} <= inventories["slipway playbooks/remove_node.yml"]
+    assert "w3" not in inventories["kubespray cluster.yml"] and "w3:kube_node" in inventories["kubespray scale.yml"]
     assert calls.index("check extra-1.36.5.yml") < calls.index("up --cluster cmp-kubespray")
     assert calls[-3:] == ["stop registry.log", "stop files.log", "down --cluster cmp-kubespray"]
     kubespray_runs = [argv for argv in executed if "--become" in argv]
