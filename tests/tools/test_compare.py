@@ -599,3 +599,18 @@ def test_make_compare_prints_the_section_and_fails_when_a_step_failed(replaced, 
     assert "Load average (1 min): slipway " in out and "| step | slipway | kubespray |" in out
     assert "kubespray, upgrade one minor: failed" in out
     assert (replaced["work"] / "compare.md").read_text(encoding="utf-8") in out
+
+
+def test_only_the_steps_asked_for_and_what_they_need_run(monkeypatch):
+    ran: list[str] = []
+
+    def fake_run_step(installer, step, commands, log, recap):  # pylint: disable=unused-argument
+        ran.append(step)
+        return report.StepResult(installer, step, 1.0, {"cp1": {"ok": 1}})
+
+    monkeypatch.setattr(run.steps, "run_step", fake_run_step)
+    results = run.measure("kubespray", {s: [] for s in report.STEPS}, {}, Path("/nonexistent"),
+                          upgrade_client=None, only=("remove",))
+    assert ran == ["create", "scale", "remove"]
+    assert [(r.step, r.ran, r.error) for r in results if not r.ran] == [
+        (step, False, "not run: not asked for (--step)") for step in ("rerun", "upgrade", "reset")]

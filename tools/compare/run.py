@@ -49,6 +49,7 @@ class Options:
     tarball: Path
     work: Path
     installers: tuple[str, ...] = report.INSTALLERS
+    steps: tuple[str, ...] = report.STEPS  # fewer to look into a step (with the steps it needs); the table needs all
     files_port: int = 8780
     registry_port: int = 5000
 
@@ -136,13 +137,31 @@ def diagnose(cluster: str, node: str, out: Path) -> Path:
     return out
 
 
+def with_needs(steps_: tuple[str, ...]) -> set[str]:
+    """The steps and every step they need, transitively."""
+    chosen: set[str] = set()
+    todo = list(steps_)
+    while todo:
+        step = todo.pop()
+        if step not in chosen:
+            chosen.add(step)
+            todo += NEEDS.get(step, ("create",))
+    return chosen
+
+
 def measure(installer: str, run_steps: dict[str, list[steps.Command]], before: dict[str, Any], logs: Path,
-            upgrade_client: Any, after_failure: Any = None) -> list[report.StepResult]:
+            upgrade_client: Any, after_failure: Any = None,
+            only: tuple[str, ...] = report.STEPS) -> list[report.StepResult]:
     """The steps in order; after a failed step the ones that need it are marked not run, with the reason.
-    `after_failure(step)`, if given, keeps what the nodes say about a failed step."""
+    `after_failure(step)`, if given, keeps what the nodes say about a failed step. `only`: these steps and the
+    ones they need; the others are marked not run, as not asked for."""
     results: list[report.StepResult] = []
     failed: set[str] = set()
+    chosen = with_needs(only)
     for step in report.STEPS:
+        if step not in chosen:
+            results.append(report.StepResult(installer, step, error="not run: not asked for (--step)", ran=False))
+            continue
         missing = [need for need in NEEDS.get(step, ("create",)) if need in failed]
         if missing:
             results.append(report.StepResult(installer, step, error=f"not run: the {missing[0]} step failed", ran=False))
@@ -238,7 +257,8 @@ def _slipway(opts: Options, cluster: str, inventory: Path, python: Path, older: 
                                               added=ADDED, version=current.kubernetes) for step in report.STEPS}
     before = {"scale": lambda: inventory_for(True), "upgrade": lambda: inventory_for(False)}
     return measure("slipway", run_steps, before, logs, lambda: client_loop(inventory, manifest, logs),
-                   lambda step: diagnose(cluster, first_control_plane(opts.nodes), logs / f"slipway-{step}-nodes.log"))
+                   lambda step: diagnose(cluster, first_control_plane(opts.nodes), logs / f"slipway-{step}-nodes.log"),
+                   opts.steps)
 
 
 def first_control_plane(nodes: list[str]) -> str:
@@ -296,7 +316,7 @@ def _kubespray(opts: Options, cluster: str, inventory: Path, source: Path, cache
         # kubespray's nodes pull every image from the registry, busybox too (slipway's import the bundle's).
         return measure("kubespray", run_steps, before, logs, lambda: client_loop(inventory, web, logs, "IfNotPresent"),
                        lambda step: diagnose(cluster, first_control_plane(opts.nodes),
-                                             logs / f"kubespray-{step}-nodes.log"))
+                                             logs / f"kubespray-{step}-nodes.log"), opts.steps)
 
 
 def fresh_fact_cache(path: Path) -> Path:
