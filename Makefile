@@ -139,10 +139,10 @@ bench-operator: deps venv collection bundle
 
 # The fleet on the lab cluster of make lab (run that first): make lab-fleet with BENCH_FLEET_NODES as the spare nodes,
 # then tools/bench_fleet.py: a SlipwayCluster to Running against site.yml run directly on the same kind of node, and
-# two SlipwayClusters one after the other against at once (docs/performance.md). The spare nodes stay (make lab removes
+# two SlipwayClusters one after the other against at once (docs/performance.md), BENCH_FLEET_ROUNDS rounds (2 or more). The spare nodes stay (make lab removes
 # them).
 BENCH_FLEET_NODES ?= t1:fleet_hosts t2:fleet_hosts
-BENCH_FLEET_ROUNDS ?= 1
+BENCH_FLEET_ROUNDS ?= 2
 bench-fleet: venv collection
 	$(MAKE) --no-print-directory lab-fleet LAB_FLEET_NODES="$(BENCH_FLEET_NODES)"
 	$(PY) tools/bench_fleet.py --inventory $(LAB_INVENTORY) --bundle $(BUNDLE_DIR) --rounds $(BENCH_FLEET_ROUNDS) \
