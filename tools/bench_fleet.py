@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import functools
 import importlib.util
 import json
 import os
@@ -149,10 +150,12 @@ def summary(figures: list[Figure]) -> list[str]:
     fleet = [f.seconds for f in figures if f.what == "SlipwayCluster to Running" and f.step.startswith("round")]
     direct = [f.seconds for f in figures if f.what == "site.yml directly" and f.step.startswith("round")]
     if fleet and direct:
-        extra = sum(fleet) / len(fleet) - sum(direct) / len(direct)
-        lines.append(f"SlipwayCluster to Running {sum(fleet) / len(fleet):.0f} s against site.yml directly "
-                     f"{sum(direct) / len(direct):.0f} s (mean of {len(fleet)}): the fleet adds {extra:.0f} s "
-                     f"({100 * extra / (sum(direct) / len(direct)):.0f} %)")
+        mean_fleet, mean_direct = sum(fleet) / len(fleet), sum(direct) / len(direct)
+        extra = mean_fleet - mean_direct
+        said = (f"the fleet adds {extra:.0f} s ({100 * extra / mean_direct:.0f} %)" if extra >= 0 else
+                f"the fleet took {-extra:.0f} s less ({-100 * extra / mean_direct:.0f} %)")
+        lines.append(f"SlipwayCluster to Running {mean_fleet:.0f} s against site.yml directly {mean_direct:.0f} s "
+                     f"(mean of {len(fleet)}): {said}")
     # One after the other: the first two rounds' SlipwayClusters, one on each node, each alone on the machine.
     after = [f.seconds for f in figures if f.what == "SlipwayCluster to Running" and f.step in ("round 1", "round 2")]
     once = [f.seconds for f in figures if f.step == "at once" and f.what == "both SlipwayClusters to Running"]
@@ -275,24 +278,24 @@ def execute(lab: Lab, steps: list[tuple[str, list[tuple[str, str]]]], say: Calla
         for how, node in runs:
             say(f"{label}: {how} {node}")
             if how == "fleet":
-                (total, _each), load = measured(lambda node=node: lab.fleet([node]))
+                (total, _each), load = measured(functools.partial(lab.fleet, [node]))
                 figures.append(Figure(label, "SlipwayCluster to Running", total, lab.create_job_seconds(f"bench-{node}"),
                                       load, node))
             elif how == "fleet-at-once":
                 pair = node.split(",")
-                (total, each), load = measured(lambda pair=pair: lab.fleet(pair))
+                (total, each), load = measured(functools.partial(lab.fleet, pair))
                 for one in pair:
                     figures.append(Figure(label, "SlipwayCluster to Running", each[f"bench-{one}"],
                                           lab.create_job_seconds(f"bench-{one}"), load, one))
                 figures.append(Figure(label, "both SlipwayClusters to Running", total, None, load, node))
             elif how == "direct":
-                seconds, load = measured(lambda node=node: lab.playbook(node, "site.yml", "create"))
+                seconds, load = measured(functools.partial(lab.playbook, node, "site.yml", "create"))
                 figures.append(Figure(label, "site.yml directly", seconds, None, load, node))
             elif how == "reset-fleet":
-                seconds, load = measured(lambda node=node: lab.delete(node))
+                seconds, load = measured(functools.partial(lab.delete, node))
                 figures.append(Figure(label, "SlipwayCluster deleted (reset.yml in its Job)", seconds, None, load, node))
             elif how == "reset-direct":
-                seconds, load = measured(lambda node=node: lab.playbook(node, "reset.yml", "reset"))
+                seconds, load = measured(functools.partial(lab.playbook, node, "reset.yml", "reset"))
                 figures.append(Figure(label, "reset.yml directly", seconds, None, load, node))
             say(f"  {figures[-1].what}: {figures[-1].seconds:.0f} s")
     return figures

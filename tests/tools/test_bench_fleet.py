@@ -100,3 +100,7 @@ def test_the_table_and_the_comparisons():
         "two clusters one after the other 220 s (rounds 1 and 2), at once 150 s (0.68 of the time)",
     ]
     assert bench_fleet.summary(figures[:1]) == []
+    faster = [bench_fleet.Figure("round 1", "SlipwayCluster to Running", 150.0, None, (0.0, 0.0), "t1"),
+              bench_fleet.Figure("round 1", "site.yml directly", 200.0, None, (0.0, 0.0), "t2")]
+    assert bench_fleet.summary(faster) == [
+        "SlipwayCluster to Running 150 s against site.yml directly 200 s (mean of 1): the fleet took 50 s less (25 %)"]
