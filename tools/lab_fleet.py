@@ -35,6 +35,20 @@ class LabFleetError(Exception):
     """A problem to report in one line."""
 
 
+class _IndentedDumper(yaml.SafeDumper):  # pylint: disable=too-many-ancestors
+    """Lists indented under their key, as the repository's .yamllint (and ansible-lint, which reads every YAML file
+    of the checkout, this one included) wants them."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+def render(doc: dict[str, Any], first: str, address: str) -> str:
+    """The file written for the user: a comment that says what it is, then the document."""
+    return (f"# docs/fleet.md's {EXAMPLE} for the lab ({first} at {address}); written by tools/lab_fleet.py\n---\n"
+            + yaml.dump(doc, Dumper=_IndentedDumper, sort_keys=False, width=120))
+
+
 def example(docs_text: str, name: str = EXAMPLE) -> dict[str, Any]:
     """The YAML block of docs/fleet.md whose first line is `# <name>` (the page's files are marked so)."""
     for block in re.findall(r"```yaml\n(.*?)```", docs_text, flags=re.S):
@@ -123,8 +137,7 @@ def run(inventory_path: Path, bundle: Path) -> int:
     print(kubectl_apply(kubectl, secret_manifest(key)))
     out = inventory_path.parent / "artifacts" / "fleet" / EXAMPLE
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(f"# docs/fleet.md's {EXAMPLE} for the lab ({first} at {address}); written by tools/lab_fleet.py\n"
-                   + yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    out.write_text(render(doc, first, address), encoding="utf-8")
     env = f"KUBECONFIG={relative(kubeconfig)}"
     tool = f"{relative(bundle)}/bin/kubectl"
     print(f"\nspare lab nodes for SlipwayClusters: {', '.join(f'{name} {ip}' for name, ip in spares)}")

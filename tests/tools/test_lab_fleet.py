@@ -97,3 +97,12 @@ def test_an_inventory_without_spare_nodes_says_how_to_get_one(tmp_path, capsys):
                                                  "children": {"kube_control_plane": {"hosts": {"cp1": {}}}}}}))
     assert lab_fleet.main(["--inventory", str(inventory), "--bundle", str(tmp_path)]) == 1
     assert "no node in group fleet_hosts: make lab-fleet starts one" in capsys.readouterr().err
+
+
+def test_the_file_written_reads_back_and_passes_the_repositorys_yamllint():
+    from yamllint import config, linter  # pylint: disable=import-outside-toplevel
+    doc = lab_fleet.lab_cluster(lab_fleet.example(DOCS), "10.88.100.16", "1.37.1", lab.LAB_KUBELET_CONFIGURATION)
+    text = lab_fleet.render(doc, "t1", "10.88.100.16")
+    assert yaml.safe_load(text) == doc
+    rules = config.YamlLintConfig(file=os.path.join(ROOT, ".yamllint"))
+    assert [str(problem) for problem in linter.run(text, rules)] == []
