@@ -145,6 +145,11 @@ def settings(release: Release, served: dict[str, Served], files_url: str, regist
                 "runc cannot set the kubelet's negative oom_score_adj in the lab's containers; this kubespray's "
                 "containerd role puts these keys into the CRI runtime section (the README's containerd_extra_args "
                 "would put them above it)", "{restrict_oom_score_adj: true}"),
+        Setting("control_plane_health_retries", 300,
+                "its upgrade rewrites the first control plane's etcd manifest after kubeadm upgrade apply (etcd 3.6.8 "
+                "to 3.7.0 here) and restarts the kubelet; on the lab etcd was back after about two minutes, and the "
+                "API server's etcd check still failed when kubespray's 60 one-second tries ended (twice, on a quiet "
+                "and on a loaded machine): 300 tries, five minutes"),
         # kubespray's sample inventory (its getting-started copies inventory/sample).
         Setting("kubeadm_certificate_key",
                 "{{ lookup('password', credentials_dir + '/kubeadm_certificate_key.creds length=64 chars=hexdigits') "
