@@ -140,12 +140,12 @@ def diagnose(cluster: str, node: str, out: Path) -> Path:
 def with_needs(steps_: tuple[str, ...]) -> set[str]:
     """The steps and every step they need, transitively."""
     chosen: set[str] = set()
-    todo = list(steps_)
-    while todo:
-        step = todo.pop()
+    pending = list(steps_)
+    while pending:
+        step = pending.pop()
         if step not in chosen:
             chosen.add(step)
-            todo += NEEDS.get(step, ("create",))
+            pending += NEEDS.get(step, ("create",))
     return chosen
 
 
