@@ -31,6 +31,7 @@ TOOLS = ROOT / "tools"
 if str(TOOLS) not in sys.path:
     sys.path.insert(0, str(TOOLS))
 import bench  # noqa: E402  (tools/bench.py: recap, serve_web)
+from lab import container_name  # noqa: E402  (lab/lab.py, on sys.path through compare.kubespray)
 
 LAB = ROOT / "lab" / "lab.py"
 # The images kubespray pulls for this cluster (and the client loop's busybox), by the bundle's short names.
@@ -129,7 +130,7 @@ def diagnose(cluster: str, node: str, out: Path) -> Path:
     """The DIAGNOSTICS of a node of a lab cluster into `out` (podman exec, as root in the node)."""
     lines = []
     for command in DIAGNOSTICS:
-        proc = subprocess.run(["podman", "exec", f"slipway-{cluster}-{node}", "sh", "-c",
+        proc = subprocess.run(["podman", "exec", container_name(cluster, node), "sh", "-c",
                                f"PATH=$PATH:/usr/local/bin; {command}"],
                               capture_output=True, text=True, check=False, timeout=60)
         lines += [f"$ {command}  (exit {proc.returncode})", proc.stdout, proc.stderr]
