@@ -195,9 +195,9 @@ lint: venv collection
 
 # mypy (.config/mypy.ini) on the collection's plugins, named as Ansible imports them (through the collection link),
 # the operator and fleet controller, and the tools, named as they import each other.
-TYPECHECK_PATH    := $(COLLECTIONS):$(ROOT)/operator:$(ROOT)/tools:$(ROOT)/tools/bundle
+TYPECHECK_PATH    := $(COLLECTIONS):$(ROOT)/operator:$(ROOT)/tools:$(ROOT)/tools/bundle:$(ROOT)/lab
 TYPECHECK_TARGETS := -p ansible_collections.slipway.cluster.plugins -p slipway_operator -p slipway_fleet -p bundler \
-  -p compare -m bench -m bench_operator -m bench_preflight -m doc_commands -m lab_fleet -m bench_fleet -m kube_bench -m build
+  -p compare -m bench -m bench_operator -m bench_preflight -m doc_commands -m lab_fleet -m bench_fleet -m kube_bench -m build -m lab
 typecheck: venv collection
 	@cd $(ROOT) && $(SUITE) typecheck -- env MYPYPATH=$(TYPECHECK_PATH) $(BIN)/mypy --config-file .config/mypy.ini $(TYPECHECK_TARGETS)
 
