@@ -33,14 +33,16 @@ SCENARIOS   ?= lifecycle upgrade vip kubesphere fleet loadbalancer loadbalancer_
 TEST_LANES  ?= 2
 SCENARIO    ?= preinstall
 
-.PHONY: help deps venv collection bundle lab-bundle bundle-verify lab lab-down lab-status bench bench-scale bench-upgrade bench-operator bench-preflight compare audit lint typecheck sanity units integration molecule test clean
+.PHONY: help deps venv collection bundle lab-bundle bundle-verify lab lab-fleet lab-down lab-status bench bench-scale bench-upgrade bench-operator bench-fleet bench-preflight compare audit lint typecheck sanity units integration molecule test clean
 
 help:
 	@echo "make lab        bring up the podman lab and run site.yml on it"
+	@echo "make lab-fleet  the fleet on the lab cluster: a spare lab node, the fleet controller, a SlipwayCluster to apply"
 	@echo "make test       everything CI runs: lint, sanity, units, integration, every Molecule scenario"
 	@echo "make bench      site.yml on a fresh lab cluster, then a rerun: wall times and task results per host"
 	@echo "make bench-scale  the same cluster grown by one worker with scale.yml (BENCH_ADD)"
 	@echo "make bench-upgrade  the same cluster made at the older release, then upgrade.yml under a client"
+	@echo "make bench-fleet  on the make lab cluster: a SlipwayCluster against site.yml directly, two clusters at once against one after the other"
 	@echo "make bench-operator  slipway-operator on a single-node cluster: kubectl patch -> status enabled, a no-op reconcile"
 	@echo "make compare    slipway and kubespray side by side: the same 5-node cluster, six steps each, one table"
 	@echo "make audit      kube-bench itself (cis-1.12, built from its Go module) on the lab cluster's nodes"
@@ -80,6 +82,13 @@ LAB_BUNDLE_ARGS  = --kubernetes-version $(or $(LAB_K8S_VERSION),default) \
 lab-bundle: deps venv
 	$(PY) tools/bundle/build.py --out $(BUNDLE_DIR) $(LAB_BUNDLE_ARGS)
 
+# The lab's nodes: every node sees the bundle read-only at LAB_BUNDLE_MOUNT (the fleet's controller and Jobs read it
+# there through a hostPath: make lab-fleet). The same arguments for make lab and make lab-fleet, so that one keeps
+# the other's nodes and inventory.
+LAB_BUNDLE_MOUNT := /srv/slipway-bundle
+LAB_UP = $(PY) lab/lab.py up --cluster $(LAB_CLUSTER) --inventory $(LAB_INVENTORY) \
+  --volume $(abspath $(BUNDLE_DIR)):$(LAB_BUNDLE_MOUNT):ro $(addprefix --vars ,$(LAB_BASE_VARS) $(LAB_VARS))
+
 bundle-verify: venv
 	$(PY) tools/bundle/build.py verify $(BUNDLE_DIR)
 
@@ -89,8 +98,7 @@ lab: deps venv collection
 	@$(PY) lab/lab.py image > $(CACHE)/lab-image.log 2>&1 & image=$$!; \
 	  $(MAKE) --no-print-directory lab-bundle; rc=$$?; \
 	  wait $$image; image_rc=$$?; cat $(CACHE)/lab-image.log; [ $$image_rc -eq 0 ] || exit $$image_rc; exit $$rc
-	$(PY) lab/lab.py up --cluster $(LAB_CLUSTER) $(addprefix --node ,$(LAB_NODES)) --inventory $(LAB_INVENTORY) \
-	  $(addprefix --vars ,$(LAB_BASE_VARS) $(LAB_VARS))
+	$(LAB_UP) $(addprefix --node ,$(LAB_NODES))
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) site.yml
 	@$(PY) lab/lab.py status --cluster $(LAB_CLUSTER)
 	@echo
@@ -129,6 +137,17 @@ bench-upgrade: deps venv collection bundle
 bench-operator: deps venv collection bundle
 	$(PY) tools/bench_operator.py --cluster $(BENCH_CLUSTER)-operator --bundle $(BUNDLE_DIR) $(if $(BENCH_KEEP),--keep)
 
+# The fleet on the lab cluster of make lab (run that first): make lab-fleet with BENCH_FLEET_NODES as the spare nodes,
+# then tools/bench_fleet.py: a SlipwayCluster to Running against site.yml run directly on the same kind of node, and
+# two SlipwayClusters one after the other against at once (docs/performance.md), BENCH_FLEET_ROUNDS rounds (2 or more). The spare nodes stay (make lab removes
+# them).
+BENCH_FLEET_NODES ?= t1:fleet_hosts t2:fleet_hosts
+BENCH_FLEET_ROUNDS ?= 2
+bench-fleet: venv collection
+	$(MAKE) --no-print-directory lab-fleet LAB_FLEET_NODES="$(BENCH_FLEET_NODES)"
+	$(PY) tools/bench_fleet.py --inventory $(LAB_INVENTORY) --bundle $(BUNDLE_DIR) --rounds $(BENCH_FLEET_ROUNDS) \
+	  --log-dir $(CACHE)/bench-fleet
+
 # Preflight's first stage at fleet size: the model and site.yml's list of problems for 10, 100 and
 # 1,000 generated hosts, no host contacted (docs/performance.md).
 bench-preflight: venv collection
@@ -151,6 +170,20 @@ compare: deps venv collection bundle
 audit: venv collection
 	$(PY) tools/kube_bench.py run -i $(LAB_INVENTORY)
 
+# The fleet (docs/fleet.md) on the cluster of make lab: the bundle's operator image added to the bundle, the spare
+# lab nodes LAB_FLEET_NODES started beside the cluster's (bare: sshd and Python, for SlipwayClusters to build
+# clusters on), playbooks/fleet.yml run on the lab cluster, which becomes the management cluster, then
+# tools/lab_fleet.py: the namespace fleet, the lab's SSH key as the Secret fleet-ssh, and docs/fleet.md's prod.yml
+# for the first spare node next to the inventory (artifacts/fleet/prod.yml), ready for kubectl apply.
+LAB_FLEET_NODES ?= t1:fleet_hosts
+LAB_FLEET_BUNDLE_ARGS = --kubernetes-version $(or $(LAB_K8S_VERSION),default) \
+  $(if $(call LAB_ON,slipway_kubesphere_enabled)$(call LAB_ON,slipway_operator_enabled),,--without kubesphere)
+lab-fleet: deps venv collection
+	$(PY) tools/bundle/build.py --out $(BUNDLE_DIR) $(LAB_FLEET_BUNDLE_ARGS)
+	$(LAB_UP) $(addprefix --node ,$(LAB_NODES) $(LAB_FLEET_NODES))
+	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/fleet.yml -e fleet_bundle_host_path=$(LAB_BUNDLE_MOUNT)
+	$(PY) tools/lab_fleet.py --inventory $(LAB_INVENTORY) --bundle $(BUNDLE_DIR)
+
 lab-down:
 	$(PY) lab/lab.py down --cluster $(LAB_CLUSTER)
 
@@ -162,9 +195,9 @@ lint: venv collection
 
 # mypy (.config/mypy.ini) on the collection's plugins, named as Ansible imports them (through the collection link),
 # the operator and fleet controller, and the tools, named as they import each other.
-TYPECHECK_PATH    := $(COLLECTIONS):$(ROOT)/operator:$(ROOT)/tools:$(ROOT)/tools/bundle
+TYPECHECK_PATH    := $(COLLECTIONS):$(ROOT)/operator:$(ROOT)/tools:$(ROOT)/tools/bundle:$(ROOT)/lab
 TYPECHECK_TARGETS := -p ansible_collections.slipway.cluster.plugins -p slipway_operator -p slipway_fleet -p bundler \
-  -p compare -m bench -m bench_operator -m bench_preflight -m doc_commands -m kube_bench -m build
+  -p compare -m bench -m bench_operator -m bench_preflight -m doc_commands -m lab_fleet -m bench_fleet -m kube_bench -m build -m lab
 typecheck: venv collection
 	@cd $(ROOT) && $(SUITE) typecheck -- env MYPYPATH=$(TYPECHECK_PATH) $(BIN)/mypy --config-file .config/mypy.ini $(TYPECHECK_TARGETS)
 

@@ -76,12 +76,14 @@ def upgrade_versions(manifest: dict) -> tuple[str, str]:
     return releases[0]["kubernetes_version"].lstrip("v"), manifest["kubernetes_version"].lstrip("v")
 
 
-def web_manifest(namespace: str, busybox: str) -> str:
-    """The web workload of the day-2 checks, rendered as molecule/upgrade/verify.yml renders it."""
+def web_manifest(namespace: str, busybox: str, pull_policy: str = "Never") -> str:
+    """The web workload of the day-2 checks, rendered as molecule/upgrade/verify.yml renders it. Never: the image is
+    the bundle's, imported on every node; a cluster that pulls its images (kubespray's, in make compare) says
+    IfNotPresent."""
     import jinja2  # ansible's dependency: in the controller virtualenv
 
     template = (ROOT / "molecule" / "resources" / "templates" / "web.yml.j2").read_text(encoding="utf-8")
-    return jinja2.Template(template).render(web_namespace=namespace, busybox=busybox)
+    return jinja2.Template(template).render(web_namespace=namespace, busybox=busybox, web_pull_policy=pull_policy)
 
 
 class Client:
@@ -114,12 +116,12 @@ def table(runs: list[tuple[str, float, dict[str, dict[str, int]]]]) -> str:
     return "\n".join(lines)
 
 
-def serve_web(inventory: str, manifest: dict, logs: Path) -> Client:
+def serve_web(inventory: str, manifest: dict, logs: Path, pull_policy: str = "Never") -> Client:
     """The web workload applied with the bundle's kubectl, available, answering; then the client started."""
     busybox = next(image["ref"] for image in manifest["images"] if image["name"] == "busybox")
     kubectl = [str(BUNDLE / "bin" / "kubectl"), "--kubeconfig", str(Path(inventory).parent / "artifacts" / "admin.conf")]
-    subprocess.run(kubectl + ["apply", "-f", "-"], input=web_manifest("bench", busybox), text=True, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(kubectl + ["apply", "-f", "-"], input=web_manifest("bench", busybox, pull_policy), text=True,
+                   check=True, stdout=subprocess.DEVNULL)
     subprocess.run(kubectl + ["--namespace", "bench", "rollout", "status", "deployment/web", "--timeout=300s"],
                    check=True, stdout=subprocess.DEVNULL)
     lab_inventory = yaml.safe_load(Path(inventory).read_text(encoding="utf-8"))["all"]

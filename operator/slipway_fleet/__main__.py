@@ -10,12 +10,11 @@ import argparse
 import asyncio
 import logging
 import os
-import signal
 import socket
 import sys
 
 # One HTTP server, one kopf login and one way to run and stop the leader's tasks for both controllers.
-from slipway_operator.__main__ import login_info, run_until_one_stops, serve_http
+from slipway_operator.__main__ import login_info, run_until_one_stops, serve_and_lead
 
 from . import controller, jobs
 
@@ -144,17 +143,7 @@ async def lead(options: controller.Options, metrics: controller.Metrics, state: 
 
 
 async def main_async(options: controller.Options) -> int:
-    metrics = controller.Metrics()
-    state: dict = {}
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    runner = await serve_http(options, metrics, state)
-    try:
-        return await lead(options, metrics, state, stop)
-    finally:
-        await runner.cleanup()
+    return await serve_and_lead(options, controller.Metrics(), lead)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -193,8 +193,9 @@ async def lead(options: app.Options, metrics: app.Metrics, state: dict, stop: as
     return await run_until_one_stops(tasks, kopf_stop, metrics, state, elector)
 
 
-async def main_async(options: app.Options) -> int:
-    metrics = app.Metrics()
+async def serve_and_lead(options: Any, metrics: Any, leader: Any) -> int:
+    """The HTTP port from the start, then `leader(options, metrics, state, stop)` until SIGTERM or SIGINT sets stop
+    (both controllers: the operator's lead and the fleet's)."""
     state: dict = {}
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -202,9 +203,13 @@ async def main_async(options: app.Options) -> int:
         loop.add_signal_handler(sig, stop.set)
     runner = await serve_http(options, metrics, state)
     try:
-        return await lead(options, metrics, state, stop)
+        return await leader(options, metrics, state, stop)
     finally:
         await runner.cleanup()
+
+
+async def main_async(options: app.Options) -> int:
+    return await serve_and_lead(options, app.Metrics(), lead)
 
 
 def main(argv: list[str] | None = None) -> int:

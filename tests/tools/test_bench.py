@@ -64,3 +64,6 @@ def test_web_manifest_is_the_scenarios_workload_in_the_namespace_given():
     assert {d["metadata"].get("namespace", d["metadata"]["name"]) for d in documents} == {"bench"}
     assert documents[1]["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.example/busybox:1"
     assert documents[2]["spec"]["minAvailable"] == 1
+    assert documents[1]["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Never"
+    pulled = list(yaml.safe_load_all(bench.web_manifest("bench", "registry.example/busybox:1", "IfNotPresent")))
+    assert pulled[1]["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"

@@ -412,6 +412,7 @@ def test_the_docs_table_names_the_same_settings_as_a_run_writes(tmp_path):
     found = _settings(tmp_path)[0]
     assert [s.name for s in kubespray.symbolic()] == [s.name for s in found]
     assert "GATEWAY:5000" in kubespray.settings_table(kubespray.symbolic())
+    assert "| `` |" not in kubespray.settings_table(kubespray.symbolic()), "every setting shows its value"
 
 
 def test_a_refused_extra_vars_file_fails_create_and_no_other_step_runs():
@@ -507,12 +508,21 @@ def fixture_replaced(tmp_path, monkeypatch):
 
     executed: list[tuple[str, ...]] = []
 
+    inventories: dict[str, set[str]] = {}
+
     def fake_execute(command):
         executed.append(tuple(command.argv))
+        playbook = next(a for a in command.argv[3:] if a.endswith(".yml") and not a.startswith("@"))
+        hosts = yaml.safe_load(Path(command.argv[2]).read_text(encoding="utf-8"))["all"]
+        inventories[f"{'kubespray' if '--become' in command.argv else 'slipway'} {playbook}"] = {
+            f"{name}:{group}" for group, members in hosts["children"].items()
+            for name in ((members or {}).get("hosts") or {})} | set(hosts["hosts"])
         failing = "upgrade-cluster.yml" in command.argv
         return (2, FAILED_OUTPUT) if failing else (0, RECAP_OUTPUT.format(cp1_ok=9, changed=0))
 
     monkeypatch.setattr(run, "lab", fake_lab)
+    monkeypatch.setattr(run, "diagnose", lambda cluster, node, out: calls.append(f"diagnose {cluster} {node} {out.name}")
+                        or out)
     monkeypatch.setattr(run.services, "file_server", fake_service)
     monkeypatch.setattr(run.services, "registry", fake_service)
     monkeypatch.setattr(run.services, "gateway", lambda: "10.88.0.1")
@@ -531,10 +541,11 @@ def fixture_replaced(tmp_path, monkeypatch):
         def stop(self):
             return {"requests": 100, "failures": 0, "first_failures": []}
 
-    monkeypatch.setattr(run.bench, "serve_web", lambda inventory, manifest, logs: calls.append(
-        f"web {Path(inventory).parent.name} {next(i['ref'] for i in manifest['images'] if i['name'] == 'busybox')}")
-        or Client())
-    return {"calls": calls, "executed": executed, "bundle": bundle_dir, "tarball": tarball, "work": tmp_path / "work"}
+    monkeypatch.setattr(run.bench, "serve_web", lambda inventory, manifest, logs, pull_policy: calls.append(
+        f"web {Path(inventory).parent.name} {next(i['ref'] for i in manifest['images'] if i['name'] == 'busybox')} "
+        f"{pull_policy}") or Client())
+    return {"calls": calls, "executed": executed, "bundle": bundle_dir, "tarball": tarball, "work": tmp_path / "work",
+            "inventories": inventories}
 
 
 def test_a_whole_comparison_with_the_lab_and_the_playbooks_replaced(replaced, tmp_path):
@@ -547,8 +558,19 @@ def test_a_whole_comparison_with_the_lab_and_the_playbooks_replaced(replaced, tm
     assert [(r.installer, r.step, r.ok) for r in results] == [
         ("slipway", s, True) for s in report.STEPS] + [("kubespray", s, s != "upgrade") for s in report.STEPS]
     assert calls[:2] == ["down --cluster cmp-slipway", "up --cluster cmp-slipway"]
-    assert "web slipway docker.io/library/busybox:1.35.0" in calls
-    assert "web kubespray 10.88.0.1:5000/library/busybox:1.35.0" in calls
+    # slipway's nodes have the bundle's busybox imported; kubespray's pull it from the registry
+    assert "web slipway docker.io/library/busybox:1.35.0 Never" in calls
+    assert "web kubespray 10.88.0.1:5000/library/busybox:1.35.0 IfNotPresent" in calls
+    # kubespray's failed upgrade: what its first control plane says is kept before the nodes go
+    assert "diagnose cmp-kubespray cp1 kubespray-upgrade-nodes.log" in calls
+    assert calls.index("diagnose cmp-kubespray cp1 kubespray-upgrade-nodes.log") < len(calls) - 1  # before the last down
+    # the added worker is in slipway's inventory (preflight refuses a host in no group) only from scale to remove
+    inventories = replaced["inventories"]
+    for playbook in ("site.yml", "playbooks/upgrade.yml", "playbooks/reset.yml"):
+        assert "w3" not in inventories[f"slipway {playbook}"], playbook
+    assert {"w3", "w3:kube_node"} <= inventories["slipway playbooks/scale.yml"]
+    assert {"w3", "w3:kube_node"} <= inventories["slipway playbooks/remove_node.yml"]
+    assert "w3" not in inventories["kubespray cluster.yml"] and "w3:kube_node" in inventories["kubespray scale.yml"]
     assert calls.index("check extra-1.36.5.yml") < calls.index("up --cluster cmp-kubespray")
     assert calls[-3:] == ["stop registry.log", "stop files.log", "down --cluster cmp-kubespray"]
     kubespray_runs = [argv for argv in executed if "--become" in argv]
@@ -577,3 +599,18 @@ def test_make_compare_prints_the_section_and_fails_when_a_step_failed(replaced, 
     assert "Load average (1 min): slipway " in out and "| step | slipway | kubespray |" in out
     assert "kubespray, upgrade one minor: failed" in out
     assert (replaced["work"] / "compare.md").read_text(encoding="utf-8") in out
+
+
+def test_only_the_steps_asked_for_and_what_they_need_run(monkeypatch):
+    ran: list[str] = []
+
+    def fake_run_step(installer, step, commands, log, recap):  # pylint: disable=unused-argument
+        ran.append(step)
+        return report.StepResult(installer, step, 1.0, {"cp1": {"ok": 1}})
+
+    monkeypatch.setattr(run.steps, "run_step", fake_run_step)
+    results = run.measure("kubespray", {s: [] for s in report.STEPS}, {}, Path("/nonexistent"),
+                          upgrade_client=None, only=("remove",))
+    assert ran == ["create", "scale", "remove"]
+    assert [(r.step, r.ran, r.error) for r in results if not r.ran] == [
+        (step, False, "not run: not asked for (--step)") for step in ("rerun", "upgrade", "reset")]

@@ -91,6 +91,25 @@ def test_every_patch_is_listed_with_a_reason_in_the_docs():
                 assert handle.read().startswith("--- a/")
 
 
+def yarn_lock_patterns(text):
+    """A yarn.lock (v1) -> {each pattern it locks ("name@range"): the patterns its package depends on}."""
+    locked, dependencies, section = {}, None, False
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        if not line.startswith(" "):
+            dependencies = []
+            for pattern in line.rstrip(":").split(", "):
+                locked[pattern.strip().strip('"')] = dependencies
+            section = False
+        elif line.startswith("    ") and section:
+            name, _space, wanted_range = line.strip().partition(" ")
+            dependencies.append(name.strip('"') + "@" + wanted_range.strip('"'))
+        else:
+            section = line.strip() in ("dependencies:", "optionalDependencies:")
+    return locked
+
+
 def test_the_patches_apply_to_the_reference_sources(tmp_path):
     """The archives of shared/reference/kubesphere: each patch applies to exactly the files it names."""
     sources = kscore.sources_dir()
@@ -110,7 +129,15 @@ def test_the_patches_apply_to_the_reference_sources(tmp_path):
         kscore.apply_patches(str(tree), patches, log=subprocess.DEVNULL)
     package = json.loads((tmp_path / "console" / "package.json").read_text())
     assert "node-sass" not in package["devDependencies"] and package["devDependencies"]["sass"] == "1.32.13"
+    lock = yarn_lock_patterns((tmp_path / "console" / "yarn.lock").read_text())
     assert "taobao" not in (tmp_path / "console" / "yarn.lock").read_text()
+    # yarn install resolves nothing from the registry's newest releases: every dependency of package.json and of every
+    # locked package is in yarn.lock (sass 1.32.13's chokidar range too), so a build today and one next year agree.
+    wanted = {name + "@" + wanted_range for field in ("dependencies", "devDependencies")
+              for name, wanted_range in package.get(field, {}).items()}
+    wanted |= {dependency for dependencies in lock.values() for dependency in dependencies}
+    assert "sass@1.32.13" in lock and "chokidar@>=3.0.0 <4.0.0" in lock
+    assert sorted(wanted - set(lock)) == []
     manager = (tmp_path / "kubesphere" / "cmd" / "controller-manager" / "app" / "controllers.go").read_text()
     assert "pkg/controller/quota" not in manager and "serviceaccount.Reconciler" in manager
 

@@ -1,6 +1,6 @@
 """make compare: slipway and kubespray side by side (docs/performance.md, "Side by side with kubespray").
 
-    python -m compare run [--bundle DIR] [--node NAME:GROUPS ...] [--installer slipway|kubespray]
+    python -m compare run [--bundle DIR] [--node NAME:GROUPS ...] [--installer slipway|kubespray] [--step STEP ...]
     python -m compare prepare     kubespray's virtualenv, nerdctl, the haproxy image (cached)
     python -m compare check       kubespray's own defaults and inventory checks on the extra vars, localhost only
     python -m compare settings    kubespray's settings beyond its defaults, each with its reason (Markdown)
@@ -39,7 +39,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise RuntimeError(f"--node {run.ADDED}: that name is the worker the scale step adds; name the nodes otherwise")
     opts = run.Options(bundle=Path(args.bundle).resolve(), nodes=args.node or NODES, lab_vars=args.vars,
                        tarball=Path(args.kubespray), work=Path(args.work).resolve(),
-                       installers=tuple(args.installer or report.INSTALLERS))
+                       installers=tuple(args.installer or report.INSTALLERS), steps=tuple(args.step or report.STEPS))
     results, section = run.compare(opts)
     out = opts.work / "compare.md"
     out.write_text(section, encoding="utf-8")
@@ -137,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     run_.add_argument("--node", action="append", default=[], metavar="NAME:GROUPS")
     run_.add_argument("--vars", action="append", default=[], metavar="KEY=VALUE", help="more lab vars for slipway")
     run_.add_argument("--installer", action="append", choices=report.INSTALLERS)
+    run_.add_argument("--step", action="append", choices=report.STEPS,
+                      help="only this step and the ones it needs (repeatable), to look into one; the table needs all")
     run_.set_defaults(func=cmd_run)
     prep = sub.add_parser("prepare", help="build what kubespray needs beyond the bundle (cached)")
     prep.set_defaults(func=cmd_prepare)

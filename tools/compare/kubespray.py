@@ -7,10 +7,17 @@ as a table (settings_table), so anyone can repeat the run.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+# The kubelet settings every lab node needs (lab/lab.py), given to kubespray's kubelets as lab.py gives them to slipway's.
+_LAB = Path(__file__).resolve().parents[2] / "lab"
+if str(_LAB) not in sys.path:
+    sys.path.insert(0, str(_LAB))
+from lab import LAB_KUBELET_CONFIGURATION  # noqa: E402  pylint: disable=wrong-import-position
 
 try:  # run as `python -m compare` (tools/ on sys.path) or imported by the tests the same way
     from compare.bundle import Release, Served
@@ -126,10 +133,32 @@ def settings(release: Release, served: dict[str, Served], files_url: str, regist
         Setting("containerd_base_runtime_spec_rlimit_nofile", 20000, "the lab's nofile limit is 20000 (lab/containers.conf)"),
         Setting("modinfo_br_netfilter", {"rc": 1}, "br_netfilter is built into the lab kernel (no /proc/modules): "
                 "kubespray's own not-a-module branch"),
+        Setting("eviction_hard", LAB_KUBELET_CONFIGURATION["evictionHard"],
+                "the lab's nodes share the host's disk, filled by builds beside them: at kubelet's default thresholds "
+                "(15 % free) every node had the disk-pressure taint and evicted the upgrade's web pods; the same "
+                "thresholds as lab/lab.py gives slipway's kubelets",
+                ", ".join(f"{k}<{v}" for k, v in LAB_KUBELET_CONFIGURATION["evictionHard"].items())),
+        Setting("kubelet_config_extra_args", {k: v for k, v in LAB_KUBELET_CONFIGURATION.items() if k != "evictionHard"},
+                "the same: image garbage collection measures the host's disk too (lab/lab.py's values)",
+                ", ".join(f"{k}: {v}" for k, v in LAB_KUBELET_CONFIGURATION.items() if k != "evictionHard")),
         Setting("containerd_extra_runtime_args", {"restrict_oom_score_adj": True},
                 "runc cannot set the kubelet's negative oom_score_adj in the lab's containers; this kubespray's "
                 "containerd role puts these keys into the CRI runtime section (the README's containerd_extra_args "
                 "would put them above it)", "{restrict_oom_score_adj: true}"),
+        Setting("control_plane_health_retries", 300,
+                "its upgrade rewrites the first control plane's etcd manifest after kubeadm upgrade apply (etcd 3.6.8 "
+                "to 3.7.0 here) and restarts the kubelet; on the lab etcd was back after about two minutes, and the "
+                "API server's etcd check still failed when kubespray's 60 one-second tries ended (twice, on a quiet "
+                "and on a loaded machine): 300 tries, five minutes"),
+        # kubespray's sample inventory (its getting-started copies inventory/sample).
+        Setting("kubeadm_certificate_key",
+                "{{ lookup('password', credentials_dir + '/kubeadm_certificate_key.creds length=64 chars=hexdigits') "
+                "| lower }}",
+                "as inventory/sample/group_vars/k8s_cluster/k8s-cluster.yml sets it: without it, scale.yml "
+                "--limit=w3 failed on the new worker (\"'HostVarsVars object' has no attribute "
+                "'kubeadm_certificate_key'\": with flannel and etcd_deployment_type kubeadm a worker downloads the "
+                "etcd client certificates with the key, which the limit kept the first control plane from setting)",
+                "lookup('password', credentials_dir + '/kubeadm_certificate_key.creds …') (the sample's)"),
         # The harness's own needs.
         Setting("kubeconfig_localhost", True, "the harness's client loop needs admin.conf next to the inventory "
                 "(artifacts/), as slipway writes it"),
@@ -173,7 +202,8 @@ def symbolic(files_port: int = 8780, registry_port: int = 5000) -> list[Setting]
             ("flannel-cni-plugin", "ghcr.io/flannel-io/flannel-cni-plugin"))},
         image_paths={}, image_tags={})
     served = {name: Served(name, "<sha256 of the served file>") for name in
-              ("kubeadm", "kubelet", "kubectl", "etcd", "cni", "crictl", "containerd", "runc", "nerdctl")}
+              ("kubeadm", "kubelet", "kubectl", "etcd", "cni", "crictl", "containerd", "runc")}
+    served["nerdctl"] = Served("nerdctl", "<sha256 of the served file>", "<built nerdctl>")
     found = settings(release, served, f"http://GATEWAY:{files_port}", f"GATEWAY:{registry_port}")
     return [dataclasses.replace(s, shown="") if s.shown and "<" in str(s.value) else s for s in found]
 

@@ -8,6 +8,7 @@ when the run ends, also when it fails.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import datetime
 import hashlib
@@ -30,6 +31,7 @@ TOOLS = ROOT / "tools"
 if str(TOOLS) not in sys.path:
     sys.path.insert(0, str(TOOLS))
 import bench  # noqa: E402  (tools/bench.py: recap, serve_web)
+from lab import container_name  # noqa: E402  (lab/lab.py, on sys.path through compare.kubespray)
 
 LAB = ROOT / "lab" / "lab.py"
 # The images kubespray pulls for this cluster (and the client loop's busybox), by the bundle's short names.
@@ -48,6 +50,7 @@ class Options:
     tarball: Path
     work: Path
     installers: tuple[str, ...] = report.INSTALLERS
+    steps: tuple[str, ...] = report.STEPS  # fewer to look into a step (with the steps it needs); the table needs all
     files_port: int = 8780
     registry_port: int = 5000
 
@@ -91,22 +94,75 @@ def lab_up(cluster: str, inventory: Path, nodes: list[str], added_groups: str, l
 
 
 @contextlib.contextmanager
-def client_loop(inventory: Path, manifest: dict[str, Any], logs: Path) -> Iterator[list[dict[str, Any]]]:
+def client_loop(inventory: Path, manifest: dict[str, Any], logs: Path,
+                pull_policy: str = "Never") -> Iterator[list[dict[str, Any]]]:
     """tools/bench.py's web Deployment and client during the block; the client's counts appended at the end."""
     counts: list[dict[str, Any]] = []
-    client = bench.serve_web(str(inventory), manifest, logs)
+    client = bench.serve_web(str(inventory), manifest, logs, pull_policy)
     try:
         yield counts
     finally:
         counts.append(client.stop())
 
 
+def leave_out(lab_inventory: dict[str, Any], names: set[str]) -> dict[str, Any]:
+    """lab.py's inventory without the hosts in `names` (the worker added later), its variables kept."""
+    document = copy.deepcopy(lab_inventory)
+    top = document["all"]
+    top["hosts"] = {name: spec for name, spec in top["hosts"].items() if name not in names}
+    for group in (top.get("children") or {}).values():
+        if isinstance(group, dict) and isinstance(group.get("hosts"), dict):
+            group["hosts"] = {name: spec for name, spec in group["hosts"].items() if name not in names}
+    return document
+
+
+# What a failed step leaves behind on the first control plane, read before its nodes are removed.
+DIAGNOSTICS = (
+    "curl -sk --max-time 5 'https://127.0.0.1:6443/healthz?verbose'",
+    "crictl ps -a",
+    "for c in $(crictl ps -a -q --name 'etcd|kube-apiserver' | head -4); do echo \"== $c\"; "
+    "crictl logs --tail 40 $c 2>&1; done",
+    "journalctl -u kubelet -n 40 --no-pager",
+)
+
+
+def diagnose(cluster: str, node: str, out: Path) -> Path:
+    """The DIAGNOSTICS of a node of a lab cluster into `out` (podman exec, as root in the node)."""
+    lines = []
+    for command in DIAGNOSTICS:
+        proc = subprocess.run(["podman", "exec", container_name(cluster, node), "sh", "-c",
+                               f"PATH=$PATH:/usr/local/bin; {command}"],
+                              capture_output=True, text=True, check=False, timeout=60)
+        lines += [f"$ {command}  (exit {proc.returncode})", proc.stdout, proc.stderr]
+    out.write_text("\n".join(lines), encoding="utf-8")
+    return out
+
+
+def with_needs(steps_: tuple[str, ...]) -> set[str]:
+    """The steps and every step they need, transitively."""
+    chosen: set[str] = set()
+    pending = list(steps_)
+    while pending:
+        step = pending.pop()
+        if step not in chosen:
+            chosen.add(step)
+            pending += NEEDS.get(step, ("create",))
+    return chosen
+
+
 def measure(installer: str, run_steps: dict[str, list[steps.Command]], before: dict[str, Any], logs: Path,
-            upgrade_client: Any) -> list[report.StepResult]:
-    """The steps in order; after a failed step the ones that need it are marked not run, with the reason."""
+            upgrade_client: Any, after_failure: Any = None,
+            only: tuple[str, ...] = report.STEPS) -> list[report.StepResult]:
+    """The steps in order; after a failed step the ones that need it are marked not run, with the reason.
+    `after_failure(step)`, if given, keeps what the nodes say about a failed step. `only`: these steps and the
+    ones they need; the others are marked not run, as not asked for."""
     results: list[report.StepResult] = []
     failed: set[str] = set()
+    chosen = with_needs(only)
     for step in report.STEPS:
+        if step not in chosen:
+            results.append(report.StepResult(installer, step, error="not run: not asked for (--step)", ran=False))
+            continue
         missing = [need for need in NEEDS.get(step, ("create",)) if need in failed]
         if missing:
             results.append(report.StepResult(installer, step, error=f"not run: the {missing[0]} step failed", ran=False))
@@ -136,6 +192,11 @@ def measure(installer: str, run_steps: dict[str, list[steps.Command]], before: d
         print(f"   {'failed' if result.error else f'{result.seconds:.0f} s, {result.changed} changed'}", flush=True)
         if result.error:
             failed.add(step)
+            if after_failure:
+                try:
+                    print(f"   the nodes' side: {after_failure(step)}", flush=True)
+                except (OSError, subprocess.SubprocessError) as error:
+                    print(f"   the nodes' side could not be read: {error}", flush=True)
     return results
 
 
@@ -181,16 +242,29 @@ def _slipway(opts: Options, cluster: str, inventory: Path, python: Path, older: 
              current: bundle_mod.Release, manifest: dict[str, Any], logs: Path) -> list[report.StepResult]:
     base_vars = ["slipway_artifacts_source=bundle", f"slipway_artifacts_bundle_dir={opts.bundle}",
                  "control_plane_coredns_upstreams=[]", *opts.lab_vars, f"slipway_kubernetes_version={older.kubernetes}"]
-    lab_up(cluster, inventory, opts.nodes, "", base_vars)
+    lab_inventory = opts.work / "slipway" / "lab-hosts.yml"
+
+    def inventory_for(added_in: bool) -> None:
+        """The added worker runs from the start, but is in the inventory only from its scale to its removal:
+        preflight refuses a host in no group of the cluster."""
+        lab_up(cluster, lab_inventory, opts.nodes, "kube_node" if added_in else "", base_vars)
+        document = yaml.safe_load(lab_inventory.read_text(encoding="utf-8"))
+        kubespray.write_yaml(inventory, leave_out(document, set() if added_in else {ADDED}))
+
+    inventory_for(False)
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
     playbook = str(python.parent / "ansible-playbook")
     run_steps = {step: steps.slipway_commands(step, playbook=playbook, inventory=inventory, root=ROOT, env=env,
                                               added=ADDED, version=current.kubernetes) for step in report.STEPS}
-    before = {
-        "scale": lambda: lab_up(cluster, inventory, opts.nodes, "kube_node", base_vars),
-        "upgrade": lambda: lab_up(cluster, inventory, opts.nodes, "", base_vars),
-    }
-    return measure("slipway", run_steps, before, logs, lambda: client_loop(inventory, manifest, logs))
+    before = {"scale": lambda: inventory_for(True), "upgrade": lambda: inventory_for(False)}
+    return measure("slipway", run_steps, before, logs, lambda: client_loop(inventory, manifest, logs),
+                   lambda step: diagnose(cluster, first_control_plane(opts.nodes), logs / f"slipway-{step}-nodes.log"),
+                   opts.steps)
+
+
+def first_control_plane(nodes: list[str]) -> str:
+    return next((spec.partition(":")[0] for spec in nodes if "kube_control_plane" in spec.partition(":")[2]),
+                nodes[0].partition(":")[0])
 
 
 def _kubespray(opts: Options, cluster: str, inventory: Path, source: Path, cache: Path, older: bundle_mod.Release,
@@ -230,6 +304,9 @@ def _kubespray(opts: Options, cluster: str, inventory: Path, source: Path, cache
         inventory_for(False)
         env["ANSIBLE_CONFIG"] = str(source / "ansible.cfg")
         env["ANSIBLE_CACHE_PLUGIN_CONNECTION"] = str(fresh_fact_cache(opts.work / "kubespray" / "facts"))
+        # The sample inventory's password lookups (kubeadm_certificate_key) write under the inventory's credentials/:
+        # a new cluster gets new ones, as a new inventory would.
+        shutil.rmtree(inventory.parent / "credentials", ignore_errors=True)
         run_steps = {step: steps.kubespray_commands(
             step, playbook=str(playbook), inventory=inventory, source=source, env=env, added=ADDED,
             extra=extra[current.kubernetes if step in ("upgrade", "reset") else older.kubernetes])
@@ -237,7 +314,10 @@ def _kubespray(opts: Options, cluster: str, inventory: Path, source: Path, cache
         before = {"scale": lambda: inventory_for(True), "upgrade": lambda: inventory_for(False)}
         web = dict(manifest, images=[dict(i, ref=kubespray.mirror_ref(registry, i["ref"])) if i["name"] == "busybox"
                                      else i for i in manifest["images"]])
-        return measure("kubespray", run_steps, before, logs, lambda: client_loop(inventory, web, logs))
+        # kubespray's nodes pull every image from the registry, busybox too (slipway's import the bundle's).
+        return measure("kubespray", run_steps, before, logs, lambda: client_loop(inventory, web, logs, "IfNotPresent"),
+                       lambda step: diagnose(cluster, first_control_plane(opts.nodes),
+                                             logs / f"kubespray-{step}-nodes.log"), opts.steps)
 
 
 def fresh_fact_cache(path: Path) -> Path:

@@ -50,7 +50,8 @@ def kubespray_commands(step: str, *, playbook: str, inventory: Path, source: Pat
         "scale": [[*base, "playbooks/facts.yml"], [*base, "scale.yml", f"--limit={added}"]],
         "remove": [[*base, "remove-node.yml", "-e", f"node={added}", "-e", "skip_confirmation=yes"]],
         "upgrade": [[*base, "upgrade-cluster.yml"]],
-        "reset": [[*base, "reset.yml", "-e", "skip_confirmation=yes"]],
+        # reset.yml's check reads reset_confirmation (skip_confirmation only skips its prompt), as its CI runs it
+        "reset": [[*base, "reset.yml", "-e", "reset_confirmation=yes"]],
     }[step]
     return [Command(argv, source, env) for argv in steps]
 
