@@ -112,6 +112,15 @@ def test_the_table_sets_both_installers_side_by_side_with_the_ratio():
     assert lines[3] == "| no-op rerun | 40 s | not run | – | 60–109 (0 changed) | – |"
 
 
+def test_the_range_of_task_results_is_over_the_nodes_not_the_controller():
+    counts = recap(RECAP_OUTPUT.format(cp1_ok=74, changed=3))
+    counts["localhost"] = {"ok": 2, "changed": 0, "skipped": 1, "failed": 0}
+    line = report.table([report.StepResult("slipway", "rerun", 31.0, counts)]).splitlines()[2]
+    assert line == "| no-op rerun | 31 s | not run | – | 60–109 (3 changed) | – |"
+    assert "| slipway | rerun | localhost | 2 | 0 | 1 | 0 | 3 |" in report.host_table([report.StepResult(
+        "slipway", "rerun", 31.0, counts)])
+
+
 def test_a_failed_step_shows_as_failed_never_as_a_figure():
     ours = report.StepResult("slipway", "upgrade", 300.0, recap(RECAP_OUTPUT.format(cp1_ok=50, changed=9)),
                              failed_requests=0, requests=1500)

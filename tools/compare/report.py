@@ -71,10 +71,15 @@ def _time(result: StepResult | None) -> str:
 
 
 def _results(result: StepResult | None) -> str:
-    """Task results per host, as min–max over the hosts with the changed count: '72–109 (0 changed)'."""
+    """Task results per node, as min–max over the cluster's nodes with the changed count: '72–109 (0 changed)'.
+
+    The controller's own plays (localhost: slipway's inventory checks, kubespray's remove-node confirmation) are
+    no node of the cluster: they stay in host_table, not in the range, which would otherwise start at their 1 to 3.
+    """
     if result is None or not result.recap:
         return "–"
-    counts = sorted(result.per_host().values())
+    per_host = result.per_host()
+    counts = sorted(n for host, n in per_host.items() if host != "localhost") or sorted(per_host.values())
     spread = f"{counts[0]}" if counts[0] == counts[-1] else f"{counts[0]}–{counts[-1]}"
     return f"{spread} ({result.changed} changed)"
 
