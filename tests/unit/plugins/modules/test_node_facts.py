@@ -153,7 +153,7 @@ def test_ctr_version_gives_the_client_and_the_server_release():
 
     assert parse_ctr_version(CTR_VERSION) == ("v2.3.7", "v2.3.6")
     # containerd not running: ctr prints its own section only.
-    assert parse_ctr_version(CTR_VERSION.split("\n\n")[0]) == ("v2.3.7", "")
+    assert parse_ctr_version(CTR_VERSION.split("\n\n", maxsplit=1)[0]) == ("v2.3.7", "")
     assert parse_ctr_version("") == ("", "")
 
 
@@ -199,7 +199,7 @@ def test_containerd_reports_its_versions_and_the_images_it_lacks():
 def test_containerd_not_answering_or_not_listing_reports_no_images():
     from ansible_collections.slipway.cluster.plugins.modules.node_facts import containerd_state
 
-    assert containerd_state(_Ctr(CTR_VERSION.split("\n\n")[0], ""), "/run/c.sock", ["a"]) == {
+    assert containerd_state(_Ctr(CTR_VERSION.split("\n\n", maxsplit=1)[0], ""), "/run/c.sock", ["a"]) == {
         "client_version": "v2.3.7", "server_version": ""}
     assert "images_missing" not in containerd_state(_Ctr(CTR_VERSION, None), "/run/c.sock", ["a"])
     assert containerd_state(_Ctr(CTR_VERSION, "", ctr=None), "/run/c.sock", ["a"]) == {}
