@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import tarfile
+import threading
 
 import pytest
 import yaml
@@ -278,6 +279,60 @@ def test_a_console_build_without_its_server_fails(tmp_path, sources):
         work.console_step()
     assert "dist/server.js" in str(error.value)
     assert backend.steps.stamp_of("console-v3.4.1") is None
+
+
+class MeetingGo(FakeGo):
+    """A Go build that waits, inside its build, for the console's yarn build to be running too."""
+
+    def __init__(self, meeting):
+        super().__init__()
+        self.meeting = meeting
+
+    def build(self, workdir, packages, outdir, ldflags, tags=(), log=None, env=None):
+        self.meeting.wait()
+        super().build(workdir, packages, outdir, ldflags, tags=tags, log=log, env=env)
+
+
+def meeting_yarn(meeting, calls):
+    """fake_yarn whose `yarn build` waits for the Go build to be running too."""
+    inner = fake_yarn(calls, BUILT_CONSOLE)
+
+    def run(cmd, **kwargs):
+        if cmd[0].endswith("/yarn") and cmd[1] == "build":
+            meeting.wait()
+        return inner(cmd, **kwargs)
+    return run
+
+
+def test_the_go_and_console_builds_run_side_by_side(tmp_path, sources):
+    # Each waits inside its build for the other: built one after the other, the barrier breaks.
+    meeting = threading.Barrier(2, timeout=60)
+    backend = FakeBackend(tmp_path)
+    backend.go = MeetingGo(meeting)
+    calls = []
+    work = kscore.KsCoreBuild(backend, sources=sources, run=meeting_yarn(meeting, calls))
+    go_dir, go_key, console_dir, console_key = work.go_and_console()
+    assert (go_dir, go_key) == kscore.KsCoreBuild(backend, sources=sources).go_step()
+    assert (console_dir, console_key) == kscore.KsCoreBuild(
+        backend, sources=sources, run=fake_yarn(calls)).console_step()
+    assert os.path.exists(os.path.join(go_dir, "ks-apiserver"))
+    assert os.path.exists(os.path.join(console_dir, "server", "server.js"))
+    assert sorted(name for name, _seconds in backend.steps.ran) == ["console-v3.4.1", "go-kubesphere-v3.4.1"]
+
+
+def test_a_failed_go_build_keeps_the_console_built_beside_it(tmp_path, sources):
+    backend = FakeBackend(tmp_path)
+
+    def failing(*_args, **_kwargs):
+        raise kscore.KsCoreError("go build failed")
+    backend.go.build = failing
+    calls = []
+    work = kscore.KsCoreBuild(backend, sources=sources, run=fake_yarn(calls, BUILT_CONSOLE))
+    with pytest.raises(kscore.KsCoreError, match="go build failed"):
+        work.go_and_console()
+    # the console step finished and is stamped: the next build reuses it and runs only the Go step again
+    assert backend.steps.stamp_of("console-v3.4.1") is not None
+    assert backend.steps.stamp_of("go-kubesphere-v3.4.1") is None
 
 
 def test_nodejs_is_taken_at_libnode_version():

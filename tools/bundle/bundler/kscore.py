@@ -25,6 +25,7 @@ PATCHES (tools/bundle/kubesphere/, listed with their reasons in docs/bundle.md) 
       NODE_ENV=production (upstream's `npm run serve`), as user 1002 like upstream's image.
 """
 
+import concurrent.futures
 import inspect
 import os
 import shutil
@@ -238,9 +239,14 @@ class KsCoreBuild:
         """ks-apiserver and controller-manager: (output dir, step key)."""
         archive = self._archive("kubesphere_archive")
         key = steps.digest({"archive": file_sha256(archive), "version": self.info["version"],
+                            "commit": self.info["kubesphere_commit"], "programs": GO_PROGRAMS,
+                            "version_package": VERSION_PACKAGE,
                             "patches": steps.files_digest(patch_paths("kubesphere")),
                             "go": self.backend.go.version(), "env": go_env(),
-                            "code": self._code("kscore.py", "gomod.py")})
+                            # the code of this step alone and the Go builder's, as the console step's
+                            "code": steps.digest([self._code("gomod.py")] + [inspect.getsource(part) for part in (
+                                KsCoreBuild.go_step, unpack, apply_patches, source_strip, version_ldflags,
+                                rfc3339, go_env)])})
 
         def produce(tmp):
             self.steps.say("ks-apiserver, ks-controller-manager %s: go build (vendor mode)"
@@ -308,6 +314,23 @@ class KsCoreBuild:
 
         return os.path.join(self.steps.run("console-" + self.info["version"], key, produce),
                             "console"), key
+
+    def go_and_console(self):
+        """Both slow steps at once: (go output dir, its key, console tree, its key).
+
+        The Go build keeps both cores busy only while it compiles; the console's webpack build runs on
+        one core and its yarn install mostly waits on the registry, so side by side they fill each
+        other's idle time (docs/performance.md). Neither reads the other's output. A failure of either
+        is raised once the other has finished (a step is never left half-written: Steps.run writes its
+        output under a lock and stamps it last).
+        """
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            go = pool.submit(self.go_step)
+            console = pool.submit(self.console_step)
+            concurrent.futures.wait([go, console])
+            go_dir, go_key = go.result()
+            console_dir, console_key = console.result()
+        return go_dir, go_key, console_dir, console_key
 
     def _yarn(self, log):
         """yarn 1.x from the npm registry, installed once into the cache."""
@@ -403,8 +426,7 @@ def build(backend, sources=None):
     """Build the three images: a list of (bundle path, archive, name, ref, component) and the
     manifest's components entries."""
     work = KsCoreBuild(backend, sources=sources)
-    go_dir, go_key = work.go_step()
-    console_dir, console_key = work.console_step()
+    go_dir, go_key, console_dir, console_key = work.go_and_console()
     deb_versions = node_deb_versions(run=work.run)
     node_root, node_key = work.node_root(deb_versions)
     busybox = os.path.join(node_root, "bin", "busybox")
