@@ -98,6 +98,50 @@ def raise_kernel_limits(proc_sys: Path = Path("/proc/sys")) -> list[str]:
     return notes
 
 
+# A node's disk, all of it in podman's storage on this machine: the bundle's images twice (containerd's
+# content store holds every archive, and its snapshots unpack the images the node runs), the bundle's
+# binaries, and room for etcd, logs and the pods' writable layers. Measured on the 5-node lab with
+# KubeSphere on (docs/lab.md): 1.3 GB of images and 0.44 GB of binaries, 2.5 GB per control plane.
+NODE_DISK_MARGIN = 512 * 1024**2
+NODE_DISK_WITHOUT_BUNDLE = 2 * 1024**3
+
+
+def tree_size(path: Path) -> int:
+    """Bytes of the files under path, following the bundle's links into the build's cache."""
+    total = 0
+    for dirpath, _dirs, names in os.walk(path):
+        for name in names:
+            with contextlib.suppress(OSError):
+                total += os.stat(os.path.join(dirpath, name)).st_size
+    return total
+
+
+def node_disk_need(bundle_dir: str | None) -> int:
+    """Bytes one new node takes from the machine's disk, from the bundle it installs from."""
+    if not bundle_dir or not Path(bundle_dir).is_dir():
+        return NODE_DISK_WITHOUT_BUNDLE
+    bundle = Path(bundle_dir)
+    return 2 * tree_size(bundle / "images") + tree_size(bundle / "bin") + NODE_DISK_MARGIN
+
+
+def gigabytes(size: float) -> str:
+    return f"{size / 1024**3:.1f} GB"
+
+
+def check_space(new_nodes: int, need_each: int, where: str, free: int) -> None:
+    """Refuse before any node is made when the new nodes would fill the disk mid-install."""
+    need = new_nodes * need_each
+    if need > free:
+        raise LabError(
+            f"{new_nodes} new node(s) need about {gigabytes(need)} on {where} (podman's storage: each node "
+            f"imports the bundle's images and binaries, about {gigabytes(need_each)}), and it has "
+            f"{gigabytes(free)} free: free space there, or make fewer nodes (LAB_NODES)")
+
+
+def podman_storage() -> str:
+    return podman("info", "--format", "{{.Store.GraphRoot}}").strip()
+
+
 def podman(*args: str) -> str:
     proc = subprocess.run(
         ["podman", *args], check=False, env=podman_env(), capture_output=True, text=True
@@ -540,6 +584,18 @@ def cmd_image(args: argparse.Namespace) -> int:
     return 0
 
 
+def missing_nodes(cluster: Cluster) -> list[Node]:
+    """The cluster's nodes that have no container yet."""
+    names = {c.name for c in list_containers(cluster.name)}
+    return [node for node in cluster.nodes.values() if container_name(cluster.name, node.name) not in names]
+
+
+def storage_free() -> tuple[str, int]:
+    """Where podman keeps the nodes' files, and its free bytes."""
+    where = podman_storage()
+    return where, shutil.disk_usage(where).free
+
+
 def converge_nodes(cluster: Cluster, key: Path) -> list[str]:
     """Create missing nodes, start stopped ones, remove unlisted ones; say what was done."""
     containers = {c.name: c for c in list_containers(cluster.name)}
@@ -580,6 +636,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(line)
     old = load_state(home, args.cluster)
     cluster = plan_cluster(home, args.cluster, wanted, inventory, volumes)
+    check_space(len(missing_nodes(cluster)), node_disk_need(extra_vars.get("slipway_artifacts_bundle_dir")),
+                *storage_free())
     done = converge_nodes(cluster, key)
     parallel(wait_for_ssh, [node.ip for node in cluster.nodes.values()])
     if old and old.inventory and old.inventory != str(inventory):
