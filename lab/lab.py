@@ -101,7 +101,7 @@ def raise_kernel_limits(proc_sys: Path = Path("/proc/sys")) -> list[str]:
 # A node's disk, all of it in podman's storage on this machine: the bundle's images twice (containerd's
 # content store holds every archive, and its snapshots unpack the images the node runs), the bundle's
 # binaries, and room for etcd, logs and the pods' writable layers. Measured on the 5-node lab with
-# KubeSphere on (docs/lab.md): 1.3 GB of images and 0.44 GB of binaries, 2.5 GB per control plane.
+# KubeSphere on (lab/README.md, "Disk"): 1.3 GB of images and 0.44 GB of binaries, 2.5 GB per control plane.
 NODE_DISK_MARGIN = 512 * 1024**2
 NODE_DISK_WITHOUT_BUNDLE = 2 * 1024**3
 
@@ -584,27 +584,24 @@ def cmd_image(args: argparse.Namespace) -> int:
     return 0
 
 
-def missing_nodes(cluster: Cluster) -> list[Node]:
-    """The cluster's nodes that have no container yet."""
-    names = {c.name for c in list_containers(cluster.name)}
-    return [node for node in cluster.nodes.values() if container_name(cluster.name, node.name) not in names]
-
-
 def storage_free() -> tuple[str, int]:
     """Where podman keeps the nodes' files, and its free bytes."""
     where = podman_storage()
     return where, shutil.disk_usage(where).free
 
 
-def converge_nodes(cluster: Cluster, key: Path) -> list[str]:
-    """Create missing nodes, start stopped ones, remove unlisted ones; say what was done."""
+def converge_nodes(cluster: Cluster, key: Path, need_each: int = 0) -> list[str]:
+    """Create missing nodes, start stopped ones, remove unlisted ones; say what was done. With need_each (bytes
+    a new node takes), refuse before any change when podman's storage cannot hold the nodes to create."""
     containers = {c.name: c for c in list_containers(cluster.name)}
     wanted = {container_name(cluster.name, n.name): n for n in cluster.nodes.values()}
     stale = [name for name, c in containers.items() if name not in wanted or c.ip != wanted[name].ip]
+    missing = [node for name, node in wanted.items() if name not in containers or name in stale]
+    if need_each and missing:
+        check_space(len(missing), need_each, *storage_free())
     remove_containers(stale)
     for name in stale:
         containers.pop(name)
-    missing = [node for name, node in wanted.items() if name not in containers]
     stopped = [name for name, c in containers.items() if c.state != "running"]
     parallel(lambda node: run_node(cluster, node, key), missing)
     parallel(start_container, stopped)
@@ -636,9 +633,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(line)
     old = load_state(home, args.cluster)
     cluster = plan_cluster(home, args.cluster, wanted, inventory, volumes)
-    check_space(len(missing_nodes(cluster)), node_disk_need(extra_vars.get("slipway_artifacts_bundle_dir")),
-                *storage_free())
-    done = converge_nodes(cluster, key)
+    done = converge_nodes(cluster, key, node_disk_need(extra_vars.get("slipway_artifacts_bundle_dir")))
     parallel(wait_for_ssh, [node.ip for node in cluster.nodes.values()])
     if old and old.inventory and old.inventory != str(inventory):
         remove_inventory(old.inventory)

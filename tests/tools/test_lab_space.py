@@ -61,7 +61,8 @@ def test_up_checks_before_it_makes_any_node(tmp_path, monkeypatch):
     monkeypatch.setattr(lab, "lab_home", lambda: tmp_path)
     monkeypatch.setattr(lab, "list_containers", lambda cluster=None: [])
     monkeypatch.setattr(lab, "storage_free", lambda: ("/var/lib/containers/storage", 1024**3))
-    monkeypatch.setattr(lab, "converge_nodes", lambda cluster, key: made.append(cluster) or [])
+    monkeypatch.setattr(lab, "run_node", lambda cluster, node, key: made.append(node))
+    monkeypatch.setattr(lab, "remove_containers", lambda names: made.extend(names))
     root = bundle(tmp_path, [600 * MB], [100 * MB])
     args = lab.build_parser().parse_args(
         ["up", "--cluster", "t", "--inventory", str(tmp_path / "hosts.yml"), "--node", "cp1:kube_control_plane,etcd",
@@ -70,3 +71,17 @@ def test_up_checks_before_it_makes_any_node(tmp_path, monkeypatch):
         args.func(args)
     assert not made
     assert not (tmp_path / "hosts.yml").exists()
+
+
+def test_a_node_to_recreate_counts_and_nothing_is_removed_before_the_refusal(monkeypatch):
+    changed = []
+    cluster = lab.Cluster(name="t", subnet="10.88.100.0/24",
+                          nodes={"cp1": lab.Node("cp1", ("kube_control_plane",), "10.88.100.11")})
+    old = lab.Container(lab.container_name("t", "cp1"), "t", "cp1", "10.88.100.99", "running", "x")
+    monkeypatch.setattr(lab, "list_containers", lambda cluster=None: [old])
+    monkeypatch.setattr(lab, "storage_free", lambda: ("/var/lib/containers/storage", 1024**3))
+    monkeypatch.setattr(lab, "remove_containers", changed.extend)
+    monkeypatch.setattr(lab, "run_node", lambda cluster, node, key: changed.append(node))
+    with pytest.raises(lab.LabError, match="1 new node"):
+        lab.converge_nodes(cluster, "key", 2 * 1024**3)
+    assert not changed
