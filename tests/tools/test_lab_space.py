@@ -62,7 +62,7 @@ def test_up_checks_before_it_makes_any_node(tmp_path, monkeypatch):
     monkeypatch.setattr(lab, "list_containers", lambda cluster=None: [])
     monkeypatch.setattr(lab, "storage_free", lambda: ("/var/lib/containers/storage", 1024**3))
     monkeypatch.setattr(lab, "run_node", lambda cluster, node, key: made.append(node))
-    monkeypatch.setattr(lab, "remove_containers", lambda names: made.extend(names))
+    monkeypatch.setattr(lab, "remove_containers", made.extend)
     root = bundle(tmp_path, [600 * MB], [100 * MB])
     args = lab.build_parser().parse_args(
         ["up", "--cluster", "t", "--inventory", str(tmp_path / "hosts.yml"), "--node", "cp1:kube_control_plane,etcd",
