@@ -62,6 +62,8 @@ def test_defaults_render_containerd_2_3s_format():
     assert images["registry"] == {"config_path": "/etc/containerd/certs.d"}
     runtime = data["plugins"][RUNTIME]
     assert runtime["containerd"]["default_runtime_name"] == "runc"
+    # CPU samples every 10 s, as the kubelet's cAdvisor reads them, not containerd 2.3's every second
+    assert runtime["stats_collect_period"] == "10s"
     runc = runtime["containerd"]["runtimes"]["runc"]
     assert runc["runtime_type"] == "io.containerd.runc.v2"
     assert runc["options"] == {"BinaryName": "/usr/local/sbin/runc", "SystemdCgroup": True}
@@ -74,6 +76,11 @@ def test_defaults_render_containerd_2_3s_format():
 def test_restrict_oom_score_adj(setting, cap_sys_resource, expected):
     data = config(containerd_restrict_oom_score_adj=setting, cap_sys_resource=cap_sys_resource)
     assert data["plugins"][RUNTIME]["restrict_oom_score_adj"] is expected
+
+
+@pytest.mark.parametrize("setting", ["1s", "30s", "1m30s"])
+def test_stats_collect_period_is_a_duration_string(setting):
+    assert config(containerd_stats_collect_period=setting)["plugins"][RUNTIME]["stats_collect_period"] == setting
 
 
 def test_settings_reach_their_part_of_the_cri_plugin():
