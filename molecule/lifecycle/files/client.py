@@ -1,11 +1,19 @@
 #!/usr/bin/env python
 """A client that requests a URL every INTERVAL seconds and counts the failures, for the lifecycle scenario.
 
-    client.py --url http://10.88.100.11:30080/ --out FILE [--interval 0.2] [--max-seconds 3600]
+    client.py --url http://10.88.100.11:30080/ --out FILE [--interval 0.2] [--max-seconds 3600] [--timeout 5]
 
 Bounded: it stops by itself after --max-seconds, after --give-up-after seconds of nothing but failures
 (the lab is gone: a scenario that failed half-way), or as soon as FILE.stop exists. After every request it
-rewrites FILE with {"requests": N, "failures": N, "last_failure": "...", "running": true|false}.
+rewrites FILE with {"requests": N, "failures": N, "last_failure": "...", "slowest": S, "slowest_at": "...",
+"slow": N, "running": true|false}: a request fails when it is refused, reset, answered wrongly or not answered
+within --timeout; "slowest" is the longest a successful answer took and "slow" counts answers over a second.
+
+The timeout is 5 s, not 2: the lab's nodes share two cores and one disk, so while an upgrade copies and imports
+hundreds of MB of images and binaries into five nodes at once, an answer from a healthy pod can take over 2 s.
+In `make test` on a 2-core machine with 2 s, 10 of 6,013 and 8 of 6,693 requests timed out, all but one during
+that copying and importing (the other during a drain, which the web workload's preStop sleep now covers).
+A node that stops answering or a pod that disappears still fails requests; a slow answer shows in "slowest".
 """
 from __future__ import annotations
 
@@ -22,13 +30,13 @@ def main() -> int:
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--interval", type=float, default=0.2)
     parser.add_argument("--max-seconds", type=float, default=3600)
-    parser.add_argument("--timeout", type=float, default=2.0)
+    parser.add_argument("--timeout", type=float, default=5.0)
     parser.add_argument("--give-up-after", type=float, default=300.0)
     args = parser.parse_args()
     stop = args.out.with_name(args.out.name + ".stop")
     stop.unlink(missing_ok=True)
     state = {"url": args.url, "requests": 0, "failures": 0, "last_failure": "", "failed_at": [], "first_failures": [],
-             "running": True}
+             "slowest": 0.0, "slowest_at": "", "slow": 0, "running": True}
     deadline = time.monotonic() + args.max_seconds
     last_success = time.monotonic()
     while time.monotonic() < deadline and not stop.exists() and time.monotonic() - last_success < args.give_up_after:
@@ -40,6 +48,11 @@ def main() -> int:
                 if answer.status != 200 or not body.startswith(b"hello"):
                     raise OSError(f"status {answer.status}, body {body[:40]!r}")
             last_success = time.monotonic()
+            took = last_success - started
+            if took > 1.0:
+                state["slow"] += 1
+            if took > state["slowest"]:
+                state["slowest"], state["slowest_at"] = round(took, 3), time.strftime("%H:%M:%S")
         except OSError as error:
             state["failures"] += 1
             state["last_failure"] = str(error)
