@@ -19,9 +19,11 @@ done
 # ...and the directories that left empty (git ships no empty directory; tests look for some by name).
 find "$tree" -mindepth 1 -depth -type d -empty -not -path "$tree/tests/output*" -delete
 cd "$tree"
-# ansible-test makes its own virtualenvs from the system's python3.11: keep ours off PATH so
-# it does not pick the virtualenv's interpreter (which has no pip of its own to lend).
-PATH=$(tr ':' '\n' <<<"$PATH" | grep -vx "$root/.venv/bin" | paste -sd:)
+# ansible-test makes its own virtualenvs from the python3.11 it finds on PATH: keep ours off PATH so
+# it does not pick the virtualenv's interpreter (which has no pip of its own to lend), and put the
+# directory of the interpreter ours was made from first (Debian's, the Makefile's VENV_PYTHON).
+base=$("$root/.venv/bin/python" -c 'import os, sys; print(os.path.dirname(os.path.realpath(sys._base_executable)))')
+PATH=$base:$(tr ':' '\n' <<<"$PATH" | grep -vx "$root/.venv/bin" | paste -sd:)
 export PATH
 ansible_test=$root/.venv/bin/ansible-test
 "$root/tests/offline-get-pip.sh" "$root/.venv/bin/python"

@@ -2,7 +2,8 @@
 # Install the Debian packages the lab and the tests need, only when one is missing.
 set -euo pipefail
 # chromium: the kubesphere scenario opens the console in it (headless).
-packages=(podman runc debootstrap busybox-static openssh-client rsync git libseccomp-dev chromium)
+# python3-venv: make venv builds .venv from Debian's python3 (the Makefile says why).
+packages=(podman runc debootstrap busybox-static openssh-client rsync git libseccomp-dev chromium python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
