@@ -417,6 +417,35 @@ def test_kubesprays_archive_is_unpacked_once_with_its_commit(tmp_path):
     assert run.unpack(tarball, tmp_path / "src")[0] == source and (source / "marker").exists()
 
 
+@pytest.mark.parametrize("name, kind, link", [
+    ("kubespray/../../escaped.txt", tarfile.REGTYPE, ""),
+    ("kubespray/roles/link", tarfile.SYMTYPE, "../../../outside"),
+    ("kubespray/roles/hard", tarfile.LNKTYPE, "../outside"),
+    ("kubespray/null", tarfile.CHRTYPE, ""),
+])
+def test_an_archive_member_outside_its_directory_is_refused_and_nothing_unpacked(tmp_path, name, kind, link):
+    tarball = tmp_path / "kubespray.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        info = tarfile.TarInfo(name)
+        info.type, info.linkname = kind, link
+        tar.addfile(info, io.BytesIO(b""))
+    with pytest.raises(tarfile.TarError):
+        run.unpack(tarball, tmp_path / "src")
+    assert not (tmp_path / "escaped.txt").exists() and not list((tmp_path / "src").rglob("*"))
+
+
+def test_a_relative_link_inside_the_archive_is_unpacked(tmp_path):
+    tarball = tmp_path / "kubespray.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        info = tarfile.TarInfo("kubespray/roles/link")
+        info.type, info.linkname = tarfile.SYMTYPE, "../README.md"
+        tar.addfile(info)
+        readme = tarfile.TarInfo("kubespray/README.md")
+        tar.addfile(readme, io.BytesIO(b""))
+    source, _ = run.unpack(tarball, tmp_path / "src")
+    assert os.readlink(source / "roles" / "link") == "../README.md"
+
+
 def test_the_docs_table_names_the_same_settings_as_a_run_writes(tmp_path):
     found = _settings(tmp_path)[0]
     assert [s.name for s in kubespray.symbolic()] == [s.name for s in found]
