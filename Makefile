@@ -29,7 +29,7 @@ LAB_INVENTORY ?= $(ROOT)/inventories/lab/hosts.yml
 # Every Molecule scenario, longest first: make test runs them in TEST_LANES parallel lanes. `upgrade` builds the
 # cluster `ha` builds (at the bundle's older release) and checks it the same way before it upgrades it, so `ha`
 # runs only by hand (make molecule SCENARIO=ha).
-SCENARIOS   ?= lifecycle upgrade vip kubesphere fleet loadbalancer loadbalancer_local preinstall containerd
+SCENARIOS   ?= lifecycle vip upgrade fleet kubesphere loadbalancer loadbalancer_local preinstall containerd
 TEST_LANES  ?= 2
 SCENARIO    ?= preinstall
 
