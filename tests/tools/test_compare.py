@@ -442,7 +442,7 @@ def test_a_relative_link_inside_the_archive_is_unpacked(tmp_path):
         tar.addfile(info)
         readme = tarfile.TarInfo("kubespray/README.md")
         tar.addfile(readme, io.BytesIO(b""))
-    source, _ = run.unpack(tarball, tmp_path / "src")
+    source = run.unpack(tarball, tmp_path / "src")[0]
     assert os.readlink(source / "roles" / "link") == "../README.md"
 
 
