@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from slipway_operator.logic import ansible_config
 
 from . import jobs
 
@@ -128,7 +129,9 @@ def run_playbook(run: dict, inventory: Path, variables: dict, work: Path, collec
            # As the checkout's ansible.cfg and Molecule's: pipelining, and no -C (the bundle's archives need no compression).
            "ANSIBLE_PIPELINING": "True", "ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=120s -o ServerAliveInterval=15",
            # ansible-playbook beside this Python (a virtual environment's bin, or the image's /usr/bin).
-           "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "/usr/bin:/bin")])}
+           "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "/usr/bin:/bin")]),
+           # Its only setting: how often ansible-playbook checks on its workers (slipway_operator.logic.ANSIBLE_CFG).
+           "ANSIBLE_CONFIG": ansible_config(work)}
     return ansible_runner.run(private_data_dir=str(work / "runner"), playbook=playbook, inventory=str(inventory),
                               extravars=variables, envvars=env, quiet=False, rotate_artifacts=1), playbook
 

@@ -171,7 +171,7 @@ class Reconciler:
         env = {"ANSIBLE_COLLECTIONS_PATH": self.options.collections_path, "ANSIBLE_NOCOLOR": "1",
                "ANSIBLE_REMOTE_TMP": str(self.workdir / "ansible-tmp"), "ANSIBLE_LOCAL_TEMP": str(self.workdir / "ansible-local"),
                "ANSIBLE_RETRY_FILES_ENABLED": "0", "ANSIBLE_LOCALHOST_WARNING": "0",
-               "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0"}
+               "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0", "ANSIBLE_CONFIG": logic.ansible_config(self.workdir)}
         return ansible_runner.run(
             private_data_dir=str(self.workdir / "runner"), playbook=self.options.playbook,
             inventory=f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}",

@@ -233,6 +233,9 @@ def test_the_runner_runs_site_yml_and_reports_the_models_refusal(run_dirs, tmp_p
     assert private.stat().st_mode & 0o777 == 0o600
     extravars = (Path(run_dirs["work"]) / "runner" / "env" / "extravars").read_text()
     assert "not-a-real-key" not in extravars and str(private) in extravars
+    # The run's ansible.cfg (its poll interval) is the one written into the work directory.
+    envvars = yaml.safe_load((Path(run_dirs["work"]) / "runner" / "env" / "envvars").read_text())
+    assert envvars["ANSIBLE_CONFIG"] == str(Path(run_dirs["work"]) / "ansible.cfg")
 
 
 class Recorder:  # pylint: disable=too-few-public-methods

@@ -244,3 +244,12 @@ def test_the_resync_and_retries_always_run_the_playbook(sources):
 
 def test_no_resource_is_something_to_do():
     assert logic.needs_playbook(["spec"], logic.pending_actions(None, PLANNER))
+
+
+# --- the runs' ansible.cfg --------------------------------------------------------------------------
+
+def test_the_runs_ansible_cfg_sets_the_poll_interval_ansible_reads(tmp_path):
+    from ansible.config.manager import ConfigManager  # pylint: disable=import-outside-toplevel
+    path = logic.ansible_config(tmp_path / "work")
+    assert path == str(tmp_path / "work" / "ansible.cfg")
+    assert ConfigManager(conf_file=path).get_config_value("DEFAULT_INTERNAL_POLL_INTERVAL") == 0.01
