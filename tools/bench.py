@@ -77,7 +77,7 @@ def upgrade_versions(manifest: dict) -> tuple[str, str]:
 
 
 def web_manifest(namespace: str, busybox: str, pull_policy: str = "Never") -> str:
-    """The web workload of the day-2 checks, rendered as molecule/upgrade/verify.yml renders it. Never: the image is
+    """The web workload of the day-2 checks, rendered as molecule/lifecycle/side_effect.yml renders it. Never: the image is
     the bundle's, imported on every node; a cluster that pulls its images (kubespray's, in make compare) says
     IfNotPresent."""
     import jinja2  # ansible's dependency: in the controller virtualenv

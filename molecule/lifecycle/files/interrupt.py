@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Run a playbook and kill it once a play has started a given number of times, for the upgrade scenario.
+"""Run a playbook and kill it once a play has started a given number of times, for the lifecycle scenario's upgrade.
 
     interrupt.py --inventory DIR --playbook playbooks/upgrade.yml --play 'Upgrade the control planes' --starts 2 \
                  --log LOG [--extra KEY=VALUE ...]
