@@ -7,7 +7,8 @@
 # a second lane mostly balances long and short suites; a third would not help. Lane 1 runs lint, typecheck
 # (mypy), sanity, the unit and tools tests, then the integration tests; the other lanes start on the scenarios as soon as
 # the bundle is there (with warm caches, within a minute), beside lane 1's static checks. Every
-# lane then takes the next scenario of SCENARIOS (longest first) until none is left.
+# lane then takes the next scenario of SCENARIOS (in the Makefile's order, chosen from measured lengths) until none
+# is left.
 # Each lane's console goes to .cache/test-logs/lane-N.console; only the suites' "===" lines are
 # shown, and the end of every failed suite's log is printed before the summary.
 set -uo pipefail
