@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.slipway.cluster.plugins.module_utils._certificates import cert_report, renew_due
+from ansible_collections.slipway.cluster.plugins.module_utils._certificates import cert_report, pem_sections, renew_due
 
 
 class FilterModule:
@@ -13,5 +13,6 @@ class FilterModule:
     def filters(self):
         return {
             "cert_report": cert_report,
+            "pem_sections": pem_sections,
             "renew_due": renew_due,
         }

@@ -6,8 +6,12 @@ Pure Python: the playbook reads the certificates and hands them here; every deci
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping, Sequence
+
+# A section of a read of several files: "== NAME" on its own line, then the file's text (a certificate's PEM first).
+_PEM_SECTION = re.compile(r"^== ([^\n]+)\n(-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----)", re.MULTILINE)
 
 
 def _parse_time(value: Any) -> datetime:
@@ -69,3 +73,14 @@ def renew_due(certificates: Sequence[Mapping[str, Any]], expiring_before: Any) -
         if _parse_time(cert["not_after"]) < limit and cert["host"] not in hosts:
             hosts.append(cert["host"])
     return hosts
+
+
+def pem_sections(text: str) -> list[list[str]]:
+    """The certificates of a read of several files, as ``[name, pem]`` pairs in the order read.
+
+    ``text`` is what a shell loop over the files prints: ``== NAME`` on a line of its own, then the file's contents.
+    A section counts when its first line after the name begins a certificate; its first certificate is taken (a
+    kubelet's file holds its key after it). A name followed by nothing (a missing file, whose error went to stderr)
+    or by something else is left out.
+    """
+    return [[name, pem] for name, pem in _PEM_SECTION.findall(text or "")]
