@@ -331,7 +331,8 @@ def test_the_extra_vars_take_the_bundles_versions_and_the_served_checksums(tmp_p
     assert extra["dl_k8s_io_url"] == "http://10.88.0.1:8780/dl.k8s.io"
     assert extra["containerd_registries_mirrors"][0]["mirrors"][0] == {
         "host": "http://10.88.0.1:5000", "capabilities": ["pull", "resolve"], "skip_verify": True}
-    assert extra["containerd_extra_runtime_args"] == {"restrict_oom_score_adj": True}
+    # containerd samples containers' CPU use as slipway's does (the containerd role's default).
+    assert extra["containerd_extra_runtime_args"] == {"restrict_oom_score_adj": True, "stats_collect_period": "10s"}
     assert extra["modinfo_br_netfilter"] == {"rc": 1}
 
 
