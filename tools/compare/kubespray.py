@@ -13,11 +13,12 @@ from typing import Any
 
 import yaml
 
-# The kubelet settings every lab node needs (lab/lab.py), given to kubespray's kubelets as lab.py gives them to slipway's.
-_LAB = Path(__file__).resolve().parents[2] / "lab"
+_ROOT = Path(__file__).resolve().parents[2]
 # slipway's containerd settings that kubespray's containerd role can be given the same (through
 # containerd_extra_runtime_args), read from the role so the two stay alike.
-_CONTAINERD_DEFAULTS = Path(__file__).resolve().parents[2] / "roles" / "containerd" / "defaults" / "main.yml"
+_CONTAINERD_DEFAULTS = _ROOT / "roles" / "containerd" / "defaults" / "main.yml"
+# The kubelet settings every lab node needs (lab/lab.py), given to kubespray's kubelets as lab.py gives them to slipway's.
+_LAB = _ROOT / "lab"
 if str(_LAB) not in sys.path:
     sys.path.insert(0, str(_LAB))
 from lab import LAB_KUBELET_CONFIGURATION  # noqa: E402  pylint: disable=wrong-import-position
@@ -108,6 +109,7 @@ def settings(release: Release, served: dict[str, Served], files_url: str, regist
     mirror = [{"prefix": registry, "mirrors": [plain_http]}]
     flannel, flannel_cni = release.images["flannel"], release.images["flannel-cni-plugin"]
     images = "the bundle's image, in the registry under its own path"
+    stats_period = _stats_collect_period()
     result = version_settings(release, served, registry) + [
         Setting("dl_k8s_io_url", f"{files_url}/dl.k8s.io", offline),
         Setting("github_url", f"{files_url}/github.com", offline),
@@ -149,14 +151,13 @@ def settings(release: Release, served: dict[str, Served], files_url: str, regist
         Setting("kubelet_config_extra_args", {k: v for k, v in LAB_KUBELET_CONFIGURATION.items() if k != "evictionHard"},
                 "the same: image garbage collection measures the host's disk too (lab/lab.py's values)",
                 ", ".join(f"{k}: {v}" for k, v in LAB_KUBELET_CONFIGURATION.items() if k != "evictionHard")),
-        Setting("containerd_extra_runtime_args", {"restrict_oom_score_adj": True,
-                                                  "stats_collect_period": _stats_collect_period()},
+        Setting("containerd_extra_runtime_args", {"restrict_oom_score_adj": True, "stats_collect_period": stats_period},
                 "runc cannot set the kubelet's negative oom_score_adj in the lab's containers; and containerd samples "
-                "every container's CPU use as often as slipway's does (slipway writes "
-                f"{_stats_collect_period()}; containerd's default, 1s, took about a third of an idle 5-node "
-                "cluster's CPU more: \"What an idle lab cluster costs\"); this kubespray's containerd role puts these keys into the CRI runtime section "
-                "(the README's containerd_extra_args would put them above it)",
-                f"{{restrict_oom_score_adj: true, stats_collect_period: {_stats_collect_period()}}}"),
+                f"every container's CPU use as often as slipway's does ({stats_period}; containerd's default, 1s, took "
+                "about a third of an idle 5-node cluster's CPU more: \"What an idle lab cluster costs\"); this "
+                "kubespray's containerd role puts these keys into the CRI runtime section (the README's "
+                "containerd_extra_args would put them above it)",
+                f"{{restrict_oom_score_adj: true, stats_collect_period: {stats_period}}}"),
         Setting("control_plane_health_retries", 300,
                 "its upgrade rewrites the first control plane's etcd manifest after kubeadm upgrade apply (etcd 3.6.8 "
                 "to 3.7.0 here) and restarts the kubelet; on the lab etcd was back after about two minutes, and the "
