@@ -36,22 +36,26 @@ def parse(argv: list[str]) -> controller.Options:
     parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG") or None,
                         help="kubeconfig of the management cluster (default: the pod's service account)")
     parser.add_argument("--namespace", action="append", default=[],
-                        help="watch only this namespace (repeatable; default: every namespace)")
+                        help="watch only this namespace (repeatable; default: every namespace, which needs the rights of "
+                             "operator/rbac/slipway-fleet-every-namespace.yml)")
     parser.add_argument("--collections-path", default=os.environ.get("ANSIBLE_COLLECTIONS_PATH", "/usr/share/ansible/collections"),
                         help="where ansible_collections/slipway/cluster is (its model checks each spec)")
     parser.add_argument("--max-parallel", type=int, default=5, help="operations running at once in the management cluster")
+    parser.add_argument("--max-parallel-per-namespace", type=int, default=2,
+                        help="operations of one namespace (one tenant) running at once")
     parser.add_argument("--image", help="the Jobs' image (default: localhost/slipway/operator:<collection version>)")
     parser.add_argument("--image-pull-policy", default="IfNotPresent", choices=["Always", "IfNotPresent", "Never"])
     parser.add_argument("--python", default="/usr/bin/python3.11", help="the image's Python, which runs slipway_fleet.runner")
     parser.add_argument("--backoff-limit", type=int, default=3, help="runs of a playbook again after its pod died")
     parser.add_argument("--active-deadline", type=int, default=4 * 3600, help="seconds an operation may take")
-    parser.add_argument("--bundle-host-path", default="", help="a directory of the management cluster's nodes holding the "
-                        "bundle, mounted read-only into the Jobs at --bundle-mount")
-    parser.add_argument("--bundle-claim", default="", help="a PersistentVolumeClaim holding the bundle (instead)")
-    parser.add_argument("--bundle-mount", default="/bundle")
-    parser.add_argument("--backup-host-path", default="", help="a directory of the management cluster's nodes, writable "
-                        "by uid 65532, where etcd-backup operations keep their snapshots (<namespace>/<cluster>/)")
-    parser.add_argument("--backup-claim", default="", help="a PersistentVolumeClaim for the snapshots (instead)")
+    parser.add_argument("--bundle-claim", default="", help="the PersistentVolumeClaim, in each watched namespace, that "
+                        "holds the bundle, mounted read-only into the Jobs at --bundle-mount")
+    parser.add_argument("--bundle-mount", default="/bundle", help="where the Jobs see the bundle, and where the "
+                        "controller reads its own copy (its model checks each spec against the manifest)")
+    parser.add_argument("--backup-claim", default="", help="the PersistentVolumeClaim, in each watched namespace, where "
+                        "etcd-backup operations keep their snapshots (each Job mounts only its cluster's directory)")
+    parser.add_argument("--job-requests", default="cpu=100m,memory=256Mi", help="each Job pod's resource requests")
+    parser.add_argument("--job-limits", default="cpu=2,memory=2Gi", help="each Job pod's resource limits")
     parser.add_argument("--resync", type=float, default=60.0, help="seconds between reads of every cluster and its nodes")
     parser.add_argument("--port", type=int, default=8080, help="port of /healthz, /readyz and /metrics")
     parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "slipway-fleet"))
@@ -60,18 +64,22 @@ def parse(argv: list[str]) -> controller.Options:
     args = parser.parse_args(argv)
     if args.max_parallel < 1:
         parser.error("--max-parallel must be 1 or more")
-    if args.backup_host_path and args.backup_claim:
-        parser.error("--backup-host-path and --backup-claim: give one of them")
-    if args.bundle_host_path and args.bundle_claim:
-        parser.error("--bundle-host-path and --bundle-claim: give one of them")
+    if args.max_parallel_per_namespace < 1:
+        parser.error("--max-parallel-per-namespace must be 1 or more")
+    resources = {}
+    for option, text in (("requests", args.job_requests), ("limits", args.job_limits)):
+        pairs = [part.split("=", 1) for part in text.split(",") if part]
+        if any(len(pair) != 2 or pair[0] not in ("cpu", "memory") or not pair[1] for pair in pairs):
+            parser.error(f"--job-{option}: {text!r} is not like cpu=100m,memory=256Mi")
+        resources[option] = dict(pairs)
     settings = jobs.JobSettings(image=args.image or f"localhost/slipway/operator:{galaxy_version(args.collections_path)}",
                                 python=args.python, image_pull_policy=args.image_pull_policy,
                                 backoff_limit=args.backoff_limit, active_deadline=args.active_deadline,
-                                bundle_host_path=args.bundle_host_path, bundle_claim=args.bundle_claim,
-                                bundle_mount=args.bundle_mount, backup_host_path=args.backup_host_path,
-                                backup_claim=args.backup_claim)
+                                bundle_claim=args.bundle_claim, bundle_mount=args.bundle_mount,
+                                backup_claim=args.backup_claim, resources=resources)
     return controller.Options(kubeconfig=args.kubeconfig, jobs=settings, collections_path=args.collections_path,
-                              namespaces=args.namespace, max_parallel=args.max_parallel, resync=args.resync, port=args.port,
+                              namespaces=args.namespace, max_parallel=args.max_parallel,
+                              max_parallel_per_namespace=args.max_parallel_per_namespace, resync=args.resync, port=args.port,
                               lease_namespace=args.lease_namespace, lease_name=args.lease_name, identity=args.identity)
 
 

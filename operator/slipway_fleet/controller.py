@@ -28,11 +28,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import jobs
+from . import kubeconfig as target_kubeconfig
 from . import spec as fleet
+from . import tenancy
 
 LOGGER = logging.getLogger("slipway_fleet")
 COMPONENT = "slipway-fleet"
-TARGET_ANNOTATION = f"{fleet.GROUP}/target-spec"
+# What an administrator installs so that adopting hosts needs the right `adopt` (operator/admission/): the
+# controller honours the adopt annotation only while this binding is there.
+ADOPT_POLICY_BINDING = "slipway-fleet-adopt"
 PHASE_OF = {"create": "Provisioning", "converge": "Provisioning", "scale": "Scaling", "remove-node": "Scaling",
             "upgrade": "Upgrading", "reset": "Deleting", "renew-certs": "Running", "etcd-backup": "Running"}
 IMPERATIVE = ("renew-certs", "etcd-backup")
@@ -48,6 +52,8 @@ class Options:  # pylint: disable=too-many-instance-attributes
     collections_path: str
     namespaces: list[str] = field(default_factory=list)
     max_parallel: int = 5
+    # Operations of one namespace (one tenant) at once: one tenant cannot hold every slot.
+    max_parallel_per_namespace: int = 2
     resync: float = 60.0
     port: int = 8080
     lease_namespace: str = "slipway-fleet"
@@ -104,7 +110,10 @@ class Controller:  # pylint: disable=too-many-instance-attributes
         self.batch = client.BatchV1Api(api_client)
         self.rbac = client.RbacAuthorizationV1Api(api_client)
         self.model = model_module or fleet.load_model(options.collections_path)
-        self.bundle = bundle if bundle is not None else fleet.bundle_reader(options.collections_path)
+        # The model reads the fleet's own bundle only, and no file or server a tenant names.
+        self.bundle = tenancy.FleetBundle(bundle if bundle is not None else fleet.bundle_reader(options.collections_path),
+                                          options.jobs.bundle_mount)
+        self._adopt_guard: tuple[float, bool] = (0.0, False)
         self.queue: asyncio.Queue = asyncio.Queue()
         self.queued: set[tuple[str, str]] = set()
         self.waiting: set[tuple[str, str]] = set()
@@ -187,11 +196,37 @@ class Controller:  # pylint: disable=too-many-instance-attributes
                 fleet.GROUP, fleet.VERSION, ns, fleet.OPERATIONS)["items"]]
         return self.custom.list_cluster_custom_object(fleet.GROUP, fleet.VERSION, fleet.OPERATIONS)["items"]
 
-    def running_operations(self) -> int:
-        """Operations in progress: counted from the clusters (status.lastOperation), the record the controller
-        writes last when it starts one, so an operation left half-started by a restart holds no slot."""
+    def every_cluster(self) -> list[dict]:
+        """The SlipwayClusters of every namespace, watched or not: a host belongs to one of them (tenancy.conflicts)."""
+        return self.custom.list_cluster_custom_object(fleet.GROUP, fleet.VERSION, fleet.CLUSTERS)["items"]
+
+    def running_operations(self, namespace: str | None = None) -> int:
+        """Operations in progress (of one namespace, or all): counted from the clusters (status.lastOperation), the
+        record the controller writes last when it starts one, so an operation left half-started holds no slot."""
         return sum(1 for obj in self.list_clusters()
-                   if ((obj.get("status") or {}).get("lastOperation") or {}).get("phase") in jobs.ACTIVE_PHASES)
+                   if ((obj.get("status") or {}).get("lastOperation") or {}).get("phase") in jobs.ACTIVE_PHASES
+                   and namespace in (None, obj["metadata"]["namespace"]))
+
+    def adoption_guarded(self) -> bool:
+        """Whether the API server itself checks the right to adopt (the policy binding exists); read once a minute."""
+        from kubernetes import client  # pylint: disable=import-outside-toplevel
+        read_at, guarded = self._adopt_guard
+        if time.monotonic() - read_at > 60 or not guarded:
+            api = client.AdmissionregistrationV1Api(self.api_client)
+            guarded = self._get(api.read_validating_admission_policy_binding, ADOPT_POLICY_BINDING) is not None
+            self._adopt_guard = (time.monotonic(), guarded)
+        return guarded
+
+    def namespace_ranges(self, namespace: str) -> list | None:
+        """The address ranges an administrator allowed the namespace (its annotation), None for no limit."""
+        obj = self._get(self.core.read_namespace, namespace)
+        return tenancy.ranges(self.api_client.sanitize_for_serialization(obj) if obj is not None else None)
+
+    def tenancy_problems(self, obj: dict) -> list[str]:
+        """What the spec may not claim: hosts of another cluster, addresses outside the namespace's ranges."""
+        return (tenancy.conflicts(obj, self.every_cluster())
+                + tenancy.range_problems(obj["spec"], obj["metadata"]["namespace"],
+                                         self.namespace_ranges(obj["metadata"]["namespace"])))
 
     def patch_cluster_status(self, obj: dict, status: dict) -> None:
         old = obj.get("status") or {}
@@ -238,6 +273,15 @@ class Controller:  # pylint: disable=too-many-instance-attributes
                 self._last_event[key] = (reason, message)
         except Exception as exc:  # pylint: disable=broad-exception-caught  # an Event is worth no failed reconcile
             LOGGER.warning("could not post the Event %s: %s", reason, exc)
+
+    def _create(self, create, namespace: str, body: dict) -> None:
+        """Create, or keep what is there (the same operation's object, made before a restart)."""
+        from kubernetes.client.exceptions import ApiException  # pylint: disable=import-outside-toplevel
+        try:
+            create(namespace, body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
 
     def _apply(self, create, replace, read, namespace: str, body: dict) -> None:
         """Create, or replace what is there (keeping its resourceVersion)."""
@@ -314,6 +358,8 @@ class Controller:  # pylint: disable=too-many-instance-attributes
                                 f"{last['name']}: the pod of run {reruns} ended before the playbook did; "
                                 f"running playbooks/{fleet.PLAYBOOKS[op['spec']['type']]} again (it converges)")
             op_status["reruns"] = reruns
+            if previous.get("hostKeys"):
+                op_status["hostKeys"] = previous["hostKeys"]  # the runner's report of the hosts it met first
             self.patch_operation_status(op, op_status)
         if state.phase in jobs.ACTIVE_PHASES:
             new = dict(status, lastOperation={**last, "phase": state.phase})
@@ -335,7 +381,7 @@ class Controller:  # pylint: disable=too-many-instance-attributes
             self.metrics.duration.labels(type=op_type).observe(max(0.0, ended - started))
         status["lastOperation"] = {**last, "phase": state.phase}
         if succeeded:
-            target = json.loads(((op or {}).get("metadata", {}).get("annotations") or {}).get(TARGET_ANNOTATION) or "null")
+            target = json.loads(last.get("target") or "null")
             if target is not None:
                 status["appliedSpec"] = {"json": json.dumps(target, sort_keys=True)}
                 status["appliedGeneration"] = int((op or {}).get("spec", {}).get("generation") or generation)
@@ -354,6 +400,11 @@ class Controller:  # pylint: disable=too-many-instance-attributes
                                                       message, generation)
             status["phase"] = "Failed"
             self.post_event(obj, "Warning", "OperationFailed", message)
+        # Keys of hosts met first (trust on first use) are the hosts' from now on, whatever the operation's end; the
+        # keys of hosts no longer in the spec or the applied spec go (a host removed and added back is met anew).
+        status["hostKeys"] = tenancy.record_host_keys(obj, status, ((op or {}).get("status") or {}).get("hostKeys"))
+        if not status["hostKeys"]:
+            status.pop("hostKeys")
         self.patch_cluster_status(obj, status)
         for key in list(self.waiting):
             self.trigger(*key)  # a slot is free
@@ -361,7 +412,8 @@ class Controller:  # pylint: disable=too-many-instance-attributes
     def preflight(self, obj: dict) -> fleet.Preflight:
         key = (obj["metadata"]["uid"], int(obj["metadata"].get("generation") or 0))
         if key not in self._preflight_cache:
-            self._preflight_cache[key] = fleet.preflight(obj["spec"], obj["metadata"]["name"], self.model, bundle=self.bundle)
+            self._preflight_cache[key] = fleet.preflight(obj["spec"], obj["metadata"]["name"], self.model, bundle=self.bundle,
+                                                         bundle_mount=self.options.jobs.bundle_mount)
         return self._preflight_cache[key]
 
     def next_operation(self, obj: dict, status: dict, deleting: bool, observe: bool = False) -> None:  # pylint: disable=too-many-branches,too-many-statements
@@ -378,9 +430,14 @@ class Controller:  # pylint: disable=too-many-instance-attributes
                                and not (op.get("status") or {}).get("phase")),
                               key=lambda op: op["metadata"].get("creationTimestamp") or "")
         result = self.preflight(obj)
+        # What the spec claims is checked at every plan (other clusters change), before the model's verdict is used.
+        claimed = [] if deleting else self.tenancy_problems(obj)
+        if claimed:
+            result = fleet.Preflight(claimed + result.problems, result.warnings)
         if not result.passed and not deleting:
             self.metrics.preflight_failures.inc()
-            status["conditions"] = jobs.set_condition(status.get("conditions"), "PreflightPassed", False, "ModelRefused",
+            status["conditions"] = jobs.set_condition(status.get("conditions"), "PreflightPassed", False,
+                                                      "TenancyRefused" if claimed else "ModelRefused",
                                                       result.message(), generation)
             if not status.get("created"):
                 status["phase"] = "Failed"
@@ -411,8 +468,8 @@ class Controller:  # pylint: disable=too-many-instance-attributes
             op_type, hosts, target, run_spec = pending_user[0]["spec"]["type"], [], applied, applied
             if op_type == "etcd-backup" and not jobs.has_backup_volume(self.options.jobs):
                 # A snapshot in the pod's scratch space would be gone with the pod: refused before any Job.
-                message = ("the fleet controller has no backup volume (--backup-host-path or --backup-claim; the fleet "
-                           "role's fleet_backup_host_path or fleet_backup_claim): the snapshot would be lost with the "
+                message = ("the fleet controller has no backup volume (--backup-claim; the fleet role's "
+                           "fleet_backup_host_path or fleet_backup_claim): the snapshot would be lost with the "
                            "Job's pod. Set one, then create the SlipwayOperation again")
                 self.patch_operation_status(pending_user[0], {"phase": "Failed", "message": message,
                                                               "startTime": jobs.now(), "completionTime": jobs.now()})
@@ -431,6 +488,16 @@ class Controller:  # pylint: disable=too-many-instance-attributes
             self.observe(obj, status, observe)
             self.patch_cluster_status(obj, status)
             return
+        if op_type == "adopt" and not self.adoption_guarded():
+            message = (f"metadata.annotations[{fleet.ADOPT_ANNOTATION}]: adoption records hosts as this cluster's without "
+                       f"touching them, and the API server does not check who may do that here (no "
+                       f"ValidatingAdmissionPolicyBinding {ADOPT_POLICY_BINDING}): an administrator applies "
+                       "operator/admission/fleet.slipway.io.yml and grants the verb adopt (docs/fleet.md); nothing was run")
+            status["conditions"] = jobs.set_condition(status.get("conditions"), "PreflightPassed", False, "AdoptionNotGuarded",
+                                                      message, generation)
+            self.post_event(obj, "Warning", "SpecRefused", message, once=True)
+            self.patch_cluster_status(obj, status)
+            return
         if op_type == "adopt":
             assert target is not None  # an adoption records the spec the hosts run
             status.update(phase="Running", created=True, appliedSpec={"json": json.dumps(target, sort_keys=True)},
@@ -439,25 +506,32 @@ class Controller:  # pylint: disable=too-many-instance-attributes
             self.observe(obj, status, observe)
             self.patch_cluster_status(obj, status)
             return
-        if self.running_operations() >= self.options.max_parallel:
+        busy = self.running_operations() >= self.options.max_parallel
+        if busy or self.running_operations(namespace) >= self.options.max_parallel_per_namespace:
             self.waiting.add((namespace, name))
             self.metrics.waiting.set(len(self.waiting))
-            self.post_event(obj, "Normal", "WaitingForSlot", f"{op_type} waits: {self.options.max_parallel} operations "
-                            "run already in the management cluster (max_parallel)", once=True)
+            self.post_event(obj, "Normal", "WaitingForSlot", (
+                f"{op_type} waits: {self.options.max_parallel} operations run already in the management cluster "
+                "(max_parallel)") if busy else (
+                f"{op_type} waits: {self.options.max_parallel_per_namespace} operations of the namespace {namespace} "
+                "run already (max_parallel_per_namespace)"), once=True)
             self.patch_cluster_status(obj, status)
             return
         self.waiting.discard((namespace, name))
         self.metrics.waiting.set(len(self.waiting))
         user_op = pending_user[0] if op_type in IMPERATIVE else None
         assert run_spec is not None  # a step that runs a playbook has the spec it runs
-        op_name = self.start(obj, op_type, hosts, target, run_spec, step.kubernetes_version, user_op)
-        status.update(phase=PHASE_OF[op_type], created=True,
-                      lastOperation={"name": op_name, "type": op_type, "phase": "Pending"})
+        op_name = self.start(obj, op_type, hosts, run_spec, step.kubernetes_version, user_op, status)
+        # The spec the hosts will match once it succeeded: in the cluster's status, which only the controller writes.
+        last_op = {"name": op_name, "type": op_type, "phase": "Pending"}
+        if target is not None:
+            last_op["target"] = json.dumps(target, sort_keys=True)
+        status.update(phase=PHASE_OF[op_type], created=True, lastOperation=last_op)
         self.patch_cluster_status(obj, status)
 
-    def start(self, obj: dict, op_type: str, hosts: list[str], target: dict | None, run_spec: dict,  # pylint: disable=too-many-arguments
-              version: str, user_op: dict | None) -> str:
-        """The operation's record, inputs, runner RBAC and Job; its name."""
+    def start(self, obj: dict, op_type: str, hosts: list[str], run_spec: dict,  # pylint: disable=too-many-arguments
+              version: str, user_op: dict | None, status: dict) -> str:
+        """The operation's record, inputs, runner RBAC, network policy and Job; its name."""
         meta = obj["metadata"]
         namespace = meta["namespace"]
         generation = int(meta.get("generation") or 0)
@@ -468,26 +542,27 @@ class Controller:  # pylint: disable=too-many-instance-attributes
                 op_name = jobs.operation_name(meta["name"], op_type, generation, f"{meta['uid']}/{salt}")
                 salt += 1
             body = jobs.operation(obj, op_type, hosts, generation, op_name, version)
-            if target is not None:
-                body["metadata"]["annotations"] = {TARGET_ANNOTATION: json.dumps(target, sort_keys=True)}
             op = self.custom.create_namespaced_custom_object(fleet.GROUP, fleet.VERSION, namespace, fleet.OPERATIONS, body)
         else:
             op = user_op
             op_name = op["metadata"]["name"]
         variables = fleet.operation_vars(op_type, hosts, run_spec, meta["name"])
         if op_type == "etcd-backup":
-            variables["etcd_backup_dir"] = jobs.backup_dir(obj)
-        self._apply(self.core.create_namespaced_config_map, self.core.replace_namespaced_config_map,
-                    self.core.read_namespaced_config_map, namespace, jobs.input_config_map(op, obj, run_spec, variables))
-        account, role, binding = jobs.runner_rbac(obj)
-        self._apply(self.core.create_namespaced_service_account, self.core.replace_namespaced_service_account,
-                    self.core.read_namespaced_service_account, namespace, account)
+            variables["etcd_backup_dir"] = jobs.BACKUP_DIR
+        self._create(self.core.create_namespaced_config_map, namespace, jobs.input_config_map(
+            op, obj, run_spec, variables, host_keys=tenancy.known_host_keys(run_spec, status),
+            endpoint=status.get("endpoint") or ""))
+        account, role, binding = jobs.runner_rbac(obj, op_name)
+        self._create(self.core.create_namespaced_service_account, namespace, account)
         self._apply(self.rbac.create_namespaced_role, self.rbac.replace_namespaced_role, self.rbac.read_namespaced_role,
                     namespace, role)
-        self._apply(self.rbac.create_namespaced_role_binding, self.rbac.replace_namespaced_role_binding,
-                    self.rbac.read_namespaced_role_binding, namespace, binding)
-        self._apply(self.batch.create_namespaced_job, self.batch.replace_namespaced_job, self.batch.read_namespaced_job,
-                    namespace, jobs.job(op, obj, self.options.jobs))
+        self._create(self.rbac.create_namespaced_role_binding, namespace, binding)
+        from kubernetes import client  # pylint: disable=import-outside-toplevel
+        network = client.NetworkingV1Api(self.api_client)
+        self._apply(network.create_namespaced_network_policy, network.replace_namespaced_network_policy,
+                    network.read_namespaced_network_policy, namespace,
+                    jobs.network_policy(obj, run_spec, tenancy.api_ports(run_spec)))
+        self._create(self.batch.create_namespaced_job, namespace, jobs.job(op, obj, self.options.jobs))
         self.patch_operation_status(op, {"phase": "Pending", "job": op_name, "attempts": 0, "startTime": jobs.now(),
                                          "playbook": fleet.PLAYBOOKS[op_type]})
         self.metrics.running.inc()
@@ -509,26 +584,39 @@ class Controller:  # pylint: disable=too-many-instance-attributes
                     status[kind] = obj["status"][kind]
 
     def observe_target(self, obj: dict, status: dict) -> None:
-        """Nodes, their versions and Ready, read from the created cluster with <name>-kubeconfig (when it answers)."""
-        from kubernetes import client, config  # pylint: disable=import-outside-toplevel
+        """Nodes, their versions and Ready, read from the created cluster with <name>-kubeconfig (when it answers).
+        The Secret is the tenant's: held to kubeconfig.py's strict form, and its server must be the cluster's own
+        endpoint; the client is built from its values, never by the kubeconfig loader (no exec plugin, no file,
+        no proxy, never the controller's own token)."""
+        from kubernetes import client  # pylint: disable=import-outside-toplevel
         meta = obj["metadata"]
-        applied = json.loads((status.get("appliedSpec") or {}).get("json") or "null")
-        if applied is None:
+        generation = int(meta.get("generation") or 0)
+        applied = fleet.applied_spec({"status": status})
+        if applied is None or not status.get("endpoint"):
             return
-        secret = self._get(self.core.read_namespaced_secret, f"{meta['name']}-kubeconfig", meta["namespace"])
+        name = f"{meta['name']}-kubeconfig"
+        secret = self._get(self.core.read_namespaced_secret, name, meta["namespace"])
         if secret is None or not (secret.data or {}).get(jobs.KUBECONFIG_KEY):
             return
         import base64  # pylint: disable=import-outside-toplevel
-        import yaml  # pylint: disable=import-outside-toplevel
         try:
-            kubeconfig = yaml.safe_load(base64.b64decode(secret.data[jobs.KUBECONFIG_KEY]))
-            target_client = config.new_client_from_config_dict(kubeconfig)
-            nodes = client.CoreV1Api(target_client).list_node(_request_timeout=self.options.target_timeout).items
+            credentials = target_kubeconfig.parse(base64.b64decode(secret.data[jobs.KUBECONFIG_KEY]), status["endpoint"])
+        except (target_kubeconfig.KubeconfigRefused, ValueError) as exc:
+            message = (f"{name}: {exc}; the controller reads only the strict form (docs/fleet.md, \"The created "
+                       "cluster's kubeconfig\"): nothing of it was used")
+            status["conditions"] = jobs.set_condition(status.get("conditions"), "Ready", False, "KubeconfigRefused",
+                                                      message, generation)
+            self.post_event(obj, "Warning", "KubeconfigRefused", message, once=True)
+            return
+        try:
+            with target_kubeconfig.private_directory() as directory:
+                target_client = target_kubeconfig.api_client(credentials, directory)
+                nodes = client.CoreV1Api(target_client).list_node(_request_timeout=self.options.target_timeout).items
         except Exception as exc:  # pylint: disable=broad-exception-caught  # the cluster may be unreachable: say so
             LOGGER.info("%s/%s: the cluster's API did not answer: %s", meta["namespace"], meta["name"], exc)
             status["conditions"] = jobs.set_condition(status.get("conditions"), "Ready", False, "Unreachable",
                                                       f"the cluster's API server did not answer: {str(exc)[:300]}",
-                                                      int(meta.get("generation") or 0))
+                                                      generation)
             return
         roles = {host["name"]: sorted(host.get("roles") or []) for host in applied.get("hosts") or []}
         entries: list[dict[str, Any]] = []

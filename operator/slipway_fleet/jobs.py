@@ -10,8 +10,10 @@
 
 from __future__ import annotations
 
+import copy
 import datetime
 import hashlib
+import ipaddress
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +31,9 @@ CONTAINER = "playbook"
 # would fail the same way. Any other end of the pod (killed, evicted, node lost) is run again by the Job.
 EXIT_PLAYBOOK_FAILED = 3
 INPUT_DIR, SSH_DIR, KUBECONFIG_DIR, WORK_DIR = "/slipway/input", "/slipway/ssh", "/slipway/kubeconfig", "/slipway/work"
-# Where an etcd-backup operation's Job mounts the backup volume; its snapshots go to <namespace>/<cluster>/ in it.
+# The values of spec.secretVariablesFrom, a file per variable (read by the runner, never in the ConfigMap).
+SECRET_VARIABLES_DIR = "/slipway/secret-variables"
+# Where an etcd-backup operation's Job mounts its cluster's directory of the backup volume (etcd_backup_dir).
 BACKUP_DIR = "/slipway/backups"
 SSH_KEY_FILE = "id_ssh"
 KUBECONFIG_KEY = "value"  # Cluster API's key in <cluster>-kubeconfig
@@ -46,13 +50,18 @@ class JobSettings:  # pylint: disable=too-many-instance-attributes
     backoff_limit: int = 3
     active_deadline: int = 4 * 3600
     ttl_after_finished: int = 7 * 24 * 3600
-    bundle_host_path: str = ""
+    # The bundle: a PersistentVolumeClaim of this name in each tenant namespace, mounted read-only at bundle_mount
+    # (where the controller reads its own copy too). Jobs mount no host directory: a tenant namespace may enforce
+    # Pod Security "restricted".
     bundle_claim: str = ""
     bundle_mount: str = "/bundle"
-    # Where etcd-backup operations keep their snapshots: a directory of the nodes, or a PersistentVolumeClaim.
-    backup_host_path: str = ""
+    # Where etcd-backup operations keep their snapshots: a PersistentVolumeClaim of this name in each tenant
+    # namespace, of which a Job mounts only its cluster's directory (subPath <cluster>).
     backup_claim: str = ""
     node_selector: dict = field(default_factory=dict)
+    # Each Job's pod: its requests and limits (a tenant's Jobs cannot take a node's whole CPU or memory).
+    resources: dict = field(default_factory=lambda: {"requests": {"cpu": "100m", "memory": "256Mi"},
+                                                     "limits": {"cpu": "2", "memory": "2Gi"}})
 
 
 def now() -> str:
@@ -87,14 +96,23 @@ def operation(cluster_obj: dict, op_type: str, hosts: list[str], generation: int
     return body
 
 
-def input_config_map(op_obj: dict, cluster_obj: dict, run_spec: dict, variables: dict) -> dict:
-    """The playbook's inputs: inventory.yml, vars.json and op.json (what the runner does), nothing secret."""
+def input_config_map(op_obj: dict, cluster_obj: dict, run_spec: dict, variables: dict,  # pylint: disable=too-many-arguments
+                     host_keys: dict[str, list[str]] | None = None, endpoint: str = "") -> dict:
+    """The playbook's inputs: inventory.yml, vars.json and op.json (what the runner does), nothing secret: the
+    secret variables are named (op.json's secretVariables), their values stay in the Secrets the Job mounts."""
     meta = op_obj["metadata"]
     cluster_meta = cluster_obj["metadata"]
     op_type = op_obj["spec"]["type"]
     run = {"cluster": cluster_meta["name"], "namespace": cluster_meta["namespace"], "clusterUID": cluster_meta["uid"],
            "operation": meta["name"], "type": op_type, "playbook": fleet.PLAYBOOKS[op_type],
            "kubeconfigSecret": f"{cluster_meta['name']}-kubeconfig",
+           # The server the stored kubeconfig must name (kubeconfig.py's strict form).
+           "endpoint": endpoint,
+           # The hosts' SSH keys: pinned in the spec, or recorded at their first contact (status.hostKeys); a host
+           # without is trusted on first use and its key reported back.
+           "hostKeys": {host: list(keys) for host, keys in sorted((host_keys or {}).items())},
+           "pinnedHosts": sorted(host["name"] for host in run_spec.get("hosts") or [] if host.get("hostKeys")),
+           "secretVariables": fleet.secret_variable_formats(cluster_obj["spec"]),
            # After these the first control plane's admin kubeconfig is on the controller, to be stored.
            "storeKubeconfig": op_type in ("create", "converge", "scale", "upgrade", "renew-certs")}
     return {"apiVersion": "v1", "kind": "ConfigMap",
@@ -108,12 +126,16 @@ def input_config_map(op_obj: dict, cluster_obj: dict, run_spec: dict, variables:
 
 
 def runner_name(cluster: str) -> str:
-    return f"slipway-fleet-{cluster}"[:63]
+    """The runner's ServiceAccount and Role: one per cluster, whatever the length of its name (a hash of the whole
+    name, so two long names that share their first characters never share a Role)."""
+    digest = hashlib.sha256(cluster.encode()).hexdigest()[:10]
+    return f"slipway-fleet-{cluster[:38].rstrip('-')}-{digest}"
 
 
-def runner_rbac(cluster_obj: dict) -> list[dict]:
-    """The Job's ServiceAccount, and a Role that lets it create Secrets and read and write only
-    <cluster>-kubeconfig (create cannot be limited to a name; it reads no other Secret)."""
+def runner_rbac(cluster_obj: dict, op_name: str) -> list[dict]:
+    """The Job's ServiceAccount, and a Role that lets it create Secrets, read and write only <cluster>-kubeconfig
+    (create cannot be limited to a name; it reads no other Secret), and report the host keys it met first into its
+    own operation's status."""
     meta = cluster_obj["metadata"]
     name = runner_name(meta["name"])
     labels = {LABEL_CLUSTER: meta["name"], "app.kubernetes.io/managed-by": MANAGED_BY}
@@ -123,25 +145,64 @@ def runner_rbac(cluster_obj: dict) -> list[dict]:
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": dict(base),
          "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
                    {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [f"{meta['name']}-kubeconfig"],
-                    "verbs": ["get", "update", "patch"]}]},
+                    "verbs": ["get", "update", "patch"]},
+                   {"apiGroups": [fleet.GROUP], "resources": [f"{fleet.OPERATIONS}/status"], "resourceNames": [op_name],
+                    "verbs": ["get", "patch"]}]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": dict(base),
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
          "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": meta["namespace"]}]},
     ]
 
 
-def backup_dir(cluster_obj: dict) -> str:
-    """Where an etcd-backup operation of the cluster writes its snapshots (etcd_backup_dir), in the Job."""
+def network_policy(cluster_obj: dict, spec: dict, api_ports: list[int]) -> dict:
+    """What the cluster's Job pods may reach: SSH on its hosts, the API servers (its own and the management
+    cluster's), and DNS; nothing may reach them. Hosts given by IP are reached only there; a host given by name
+    (resolved in the pod) only on its SSH port."""
     meta = cluster_obj["metadata"]
-    return f"{BACKUP_DIR}/{meta['namespace']}/{meta['name']}"
+    selector = {LABEL_CLUSTER: meta["name"], "app.kubernetes.io/managed-by": MANAGED_BY}
+    by_port: dict[int, set[str]] = {}
+    named_ports: set[int] = set()
+    for host in spec.get("hosts") or []:
+        port = int(host.get("port") or 22)
+        try:
+            by_port.setdefault(port, set()).add(str(ipaddress.ip_network(str(host["address"]))))
+        except ValueError:
+            named_ports.add(port)
+    egress: list[dict[str, Any]] = [
+        {"to": [{"ipBlock": {"cidr": cidr}} for cidr in sorted(cidrs)], "ports": [{"protocol": "TCP", "port": port}]}
+        for port, cidrs in sorted(by_port.items()) if port not in named_ports]
+    egress += [{"ports": [{"protocol": "TCP", "port": port} for port in sorted(named_ports)]}] if named_ports else []
+    # The API servers are reached by their Service or endpoint address, which a policy cannot name in advance: by
+    # port; DNS for hosts and endpoints given by name.
+    egress.append({"ports": [{"protocol": "TCP", "port": port} for port in sorted(set(api_ports))]})
+    egress.append({"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]})
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": runner_name(meta["name"]), "namespace": meta["namespace"], "labels": dict(selector),
+                         "ownerReferences": [owner(cluster_obj)]},
+            "spec": {"podSelector": {"matchLabels": selector}, "policyTypes": ["Ingress", "Egress"], "ingress": [],
+                     "egress": egress}}
 
 
 def has_backup_volume(settings: JobSettings) -> bool:
-    return bool(settings.backup_host_path or settings.backup_claim)
+    return bool(settings.backup_claim)
+
+
+def _secret_volume(spec: dict) -> dict | None:
+    """One projected volume of every Secret key spec.secretVariablesFrom names, each file named by its variable.
+    Optional: a missing Secret or key is found by the runner, which says which (a pod would wait for it silently)."""
+    sources: dict[str, list[dict]] = {}
+    for entry in spec.get("secretVariablesFrom") or []:
+        ref = entry["secretKeyRef"]
+        sources.setdefault(ref["name"], []).append({"key": ref["key"], "path": entry["variable"]})
+    if not sources:
+        return None
+    return {"name": "secret-variables", "projected": {"defaultMode": 0o400, "sources": [
+        {"secret": {"name": name, "optional": True, "items": items}} for name, items in sorted(sources.items())]}}
 
 
 def job(op_obj: dict, cluster_obj: dict, settings: JobSettings) -> dict:
-    """The Job of one operation: the runner in the image, the key and the kubeconfig as read-only files."""
+    """The Job of one operation: the runner in the image, the key and the kubeconfig as read-only files, volumes a
+    restricted pod may have (no host directory), requests and limits."""
     meta = op_obj["metadata"]
     cluster = cluster_obj["metadata"]["name"]
     key_ref = cluster_obj["spec"]["sshKeySecretRef"]
@@ -157,17 +218,17 @@ def job(op_obj: dict, cluster_obj: dict, settings: JobSettings) -> dict:
               {"name": "ssh", "mountPath": SSH_DIR, "readOnly": True},
               {"name": "kubeconfig", "mountPath": KUBECONFIG_DIR, "readOnly": True},
               {"name": "work", "mountPath": WORK_DIR}]
-    if settings.bundle_host_path or settings.bundle_claim:
-        source = ({"hostPath": {"path": settings.bundle_host_path, "type": "Directory"}} if settings.bundle_host_path
-                  else {"persistentVolumeClaim": {"claimName": settings.bundle_claim, "readOnly": True}})
-        volumes.append({"name": "bundle", **source})
+    secrets = _secret_volume(cluster_obj["spec"])
+    if secrets:
+        volumes.append(secrets)
+        mounts.append({"name": "secret-variables", "mountPath": SECRET_VARIABLES_DIR, "readOnly": True})
+    if settings.bundle_claim:
+        volumes.append({"name": "bundle", "persistentVolumeClaim": {"claimName": settings.bundle_claim, "readOnly": True}})
         mounts.append({"name": "bundle", "mountPath": settings.bundle_mount, "readOnly": True})
-    # Only an etcd-backup operation writes the backup volume; no other Job sees it.
+    # Only an etcd-backup operation mounts the backup volume, and only its own cluster's directory of it.
     if op_obj["spec"]["type"] == "etcd-backup" and has_backup_volume(settings):
-        source = ({"hostPath": {"path": settings.backup_host_path, "type": "Directory"}} if settings.backup_host_path
-                  else {"persistentVolumeClaim": {"claimName": settings.backup_claim}})
-        volumes.append({"name": "backups", **source})
-        mounts.append({"name": "backups", "mountPath": BACKUP_DIR})
+        volumes.append({"name": "backups", "persistentVolumeClaim": {"claimName": settings.backup_claim}})
+        mounts.append({"name": "backups", "mountPath": BACKUP_DIR, "subPath": cluster})
     pod = {
         "serviceAccountName": runner_name(cluster),
         "restartPolicy": "Never",
@@ -178,10 +239,12 @@ def job(op_obj: dict, cluster_obj: dict, settings: JobSettings) -> dict:
             "command": [settings.python, "-m", "slipway_fleet.runner"],
             "env": [{"name": "SLIPWAY_FLEET_INPUT", "value": INPUT_DIR}, {"name": "HOME", "value": WORK_DIR}],
             "volumeMounts": mounts,
+            "resources": copy.deepcopy(settings.resources),
             # The runner's summary (recap, failed task, last lines) is the termination message; a pod killed before
             # writing one leaves the last lines of its log.
             "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "FallbackToLogsOnError",
-            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                                "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
         }],
         "volumes": volumes,
     }

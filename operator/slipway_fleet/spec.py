@@ -150,6 +150,23 @@ def settings(spec: dict, name: str) -> dict:
     return result
 
 
+def secret_variable_formats(spec: dict) -> dict[str, str]:
+    """{variable: "yaml" | "text"} of spec.secretVariablesFrom: how the runner reads each value from its file."""
+    from . import variables as role_variables  # pylint: disable=import-outside-toplevel
+    return {entry["variable"]: role_variables.SECRET.get(entry["variable"], "text")
+            for entry in spec.get("secretVariablesFrom") or []}
+
+
+def applied_spec(obj: dict) -> dict | None:
+    """The spec the cluster's hosts match (status.appliedSpec, written by the controller), or None."""
+    text = ((obj.get("status") or {}).get("appliedSpec") or {}).get("json")
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def playbook_vars(spec: dict, name: str) -> dict:
     """Everything the playbook gets as extra variables: the settings, then spec.variables."""
     variables, _problems = parse_variables(spec)
@@ -186,9 +203,16 @@ def _where(where: str) -> str:
     return where
 
 
-def preflight(spec: dict, name: str, model_module, bundle=None, exclude: tuple[str, ...] = ()) -> Preflight:
-    """The collection's model (build_model, as playbooks/site.yml's first stage runs it) over the spec."""
+def preflight(spec: dict, name: str, model_module, bundle=None, exclude: tuple[str, ...] = (),  # pylint: disable=too-many-arguments
+              bundle_mount: str = "/bundle") -> Preflight:
+    """What a tenant may ask (tenancy.py: no template, the fleet's bundle; variables.py: the role variables a
+    tenant may set, secrets from Secrets only), then the collection's model (build_model, as playbooks/site.yml's
+    first stage runs it) over the spec. ``bundle``: the controller's reader (tenancy.FleetBundle)."""
+    from . import tenancy, variables as role_variables  # pylint: disable=import-outside-toplevel
     variables, problems = parse_variables(spec)
+    problems = tenancy.templates(spec) + tenancy.configuration_secrets(spec) + tenancy.bundle_dir(spec, bundle_mount) \
+        + problems + role_variables.problems(
+        variables, [entry["variable"] for entry in spec.get("secretVariablesFrom") or []])
     inv = inventory(spec)
     groups = {group: list(body.get("hosts") or {}) for group, body in inv["all"]["children"].items()}
     groups["k8s_cluster"] = list(dict.fromkeys(groups["kube_control_plane"] + groups["kube_node"]))
@@ -303,8 +327,10 @@ def plan(wanted: dict, applied: dict | None, deleting: bool = False, adopt: bool
 
 
 def _comparable(spec: dict) -> str:
-    """The spec as the hosts see it: deletionPolicy and the SSH key's Secret are the controller's business."""
+    """The spec as the hosts see it: deletionPolicy, the SSH key's Secret and the pinned host keys are the
+    controller's business."""
     keep = {key: value for key, value in spec.items() if key not in ("deletionPolicy", "sshKeySecretRef")}
+    keep["hosts"] = [{k: v for k, v in host.items() if k != "hostKeys"} for host in keep.get("hosts") or []]
     return json.dumps(keep, sort_keys=True)
 
 

@@ -215,7 +215,8 @@ REFUSED: dict[str, str] = {
     **_each("""fleet_active_deadline_seconds fleet_backoff_limit fleet_backup_claim fleet_backup_host_path
             fleet_bundle_claim fleet_bundle_host_path fleet_bundle_mount fleet_image fleet_image_pull_policy
             fleet_kubeconfig fleet_max_parallel fleet_metrics_port fleet_replicas fleet_resync_seconds
-            fleet_watch_namespaces""",
+            fleet_watch_namespaces fleet_watch_every_namespace fleet_namespace_pod_security
+            fleet_max_parallel_per_namespace fleet_job_requests fleet_job_limits""",
             "configures the fleet controller (playbooks/fleet.yml), which the management cluster's administrator deploys"),
     **_each("""fleet_adopt_deletion_policy fleet_adopt_dest fleet_adopt_kubeconfig fleet_adopt_name fleet_adopt_namespace
             fleet_adopt_ssh_secret fleet_adopt_variables""",

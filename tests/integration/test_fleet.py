@@ -80,6 +80,13 @@ def fixture_crds(kube_api):
 class TestResources:
     NS = "crds"
 
+    @pytest.fixture(autouse=True, scope="class")
+    @classmethod
+    def leave_no_cluster(cls, kube_api, crds):  # pylint: disable=unused-argument
+        """The clusters made here hold their hosts (status.created): gone before the controller's tests."""
+        yield
+        kube_api.request("delete", clusters(cls.NS))
+
     def edit(self, kube_api, name: str, spec: dict):
         return kube_api.request("patch", f"{clusters(self.NS)}/{name}", body={"spec": spec}, content_type=MERGE)
 
@@ -191,17 +198,31 @@ def metrics(port: int) -> dict[str, float]:
 
 
 RBAC = ROOT / "operator" / "rbac" / "slipway-fleet.yml"
+ADMISSION = ROOT / "operator" / "admission" / "fleet.slipway.io.yml"
 PATHS = {"ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts", "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
          "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
          "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+         "ValidatingAdmissionPolicy": "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+         "ValidatingAdmissionPolicyBinding": "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
          "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"}
 
 
-def service_account_kubeconfig(kube_api, path: Path) -> Path:
-    """operator/rbac/slipway-fleet.yml applied, and a kubeconfig with a token of its ServiceAccount: the controller
-    runs with exactly the rights that file gives."""
-    for obj in yaml.safe_load(RBAC.read_text())["items"]:
+def apply_list(kube_api, path: Path) -> None:
+    """Each object of one of operator/'s List files, created as the fleet role applies it."""
+    for obj in yaml.safe_load(path.read_text())["items"]:
         kube_api.request("post", PATHS[obj["kind"]].format(ns=obj["metadata"].get("namespace", "")), body=obj)
+
+
+def service_account_kubeconfig(kube_api, path: Path, namespaces: tuple[str, ...] = ("fleet",)) -> Path:
+    """operator/rbac/slipway-fleet.yml applied, its namespace rights bound in ``namespaces`` (as the fleet role binds
+    them in the watched ones), and a kubeconfig with a token of its ServiceAccount: the controller runs with exactly
+    the rights those files give."""
+    apply_list(kube_api, RBAC)
+    for namespace in namespaces:
+        kube_api.request("post", PATHS["RoleBinding"].format(ns=namespace), body={
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "slipway-fleet"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "slipway-fleet-namespace"},
+            "subjects": [{"kind": "ServiceAccount", "name": "slipway-fleet", "namespace": "slipway-fleet"}]})
     token = kube_api.request("post", "/api/v1/namespaces/slipway-fleet/serviceaccounts/slipway-fleet/token", body={
         "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}})["status"]["token"]
     config = json.loads(kube_api.kubeconfig.read_text())
@@ -220,22 +241,31 @@ def fixture_controller(kube_api, crds, tmp_path_factory):  # pylint: disable=unu
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "fleet-ssh"}, "type": "kubernetes.io/ssh-auth",
         "stringData": {"ssh-privatekey": "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret-test-key\n-----END OPENSSH PRIVATE KEY-----\n"}})
     kubeconfig = service_account_kubeconfig(kube_api, workdir / "kubeconfig")
+    apply_list(kube_api, ADMISSION)
+    proc, port, log = launch_controller(workdir, kubeconfig, [NS], "--max-parallel", "1", "--backup-claim", "fleet-backups")
+    try:
+        yield proc, port, log
+    finally:
+        stop_processes([proc])
+
+
+def launch_controller(workdir: Path, kubeconfig: Path, namespaces: list[str], *extra: str):
+    """python -m slipway_fleet as a process, with ``kubeconfig`` (a token of its ServiceAccount), watching
+    ``namespaces``: (process, metrics port, log file). The caller stops it (stop_processes)."""
     port = free_port()
     log = workdir / "controller.log"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "operator")}
     for name in ("KUBECONFIG", "ANSIBLE_CONFIG"):
         env.pop(name, None)
     with log.open("wb") as handle:
-        proc = subprocess.Popen(  # pylint: disable=consider-using-with  # stopped below
+        proc = subprocess.Popen(  # pylint: disable=consider-using-with  # stopped by the caller
             [str(ROOT / ".venv" / "bin" / "python"), "-m", "slipway_fleet", "--kubeconfig", str(kubeconfig),
-             "--namespace", NS, "--collections-path", str(ROOT / ".cache" / "collections"), "--port", str(port),
-             "--max-parallel", "1", "--resync", "2", "--image", "localhost/slipway/operator:test", "--identity", "test-fleet",
-             "--lease-namespace", "slipway-fleet", "--backup-claim", "fleet-backups"],
+             *[arg for namespace in namespaces for arg in ("--namespace", namespace)],
+             "--collections-path", str(ROOT / ".cache" / "collections"), "--port", str(port),
+             "--resync", "2", "--image", "localhost/slipway/operator:test", "--identity", "test-fleet",
+             "--lease-namespace", "slipway-fleet", *extra],
             env=env, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    try:
-        yield proc, port, log
-    finally:
-        stop_processes([proc])
+    return proc, port, log
 
 
 def wait_controller(controller, predicate, what: str):
@@ -286,18 +316,23 @@ def condition(obj: dict, kind: str) -> dict:
     return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), {})
 
 
-def run_pod(kube_api, op_name: str, cluster: str, index: int, exit_code: int, message: str) -> None:
+def run_pod(kube_api, op_name: str, cluster: str, index: int, exit_code: int, message: str,  # pylint: disable=too-many-arguments
+            namespace: str = NS) -> None:
     """A pod of the operation's Job that ran and ended (the kubelet's part)."""
     name = f"{op_name}-run{index}"
     # Its ServiceAccount comes with the Job; the Job comes after the SlipwayOperation.
-    wait_for(lambda: kube_api.request("get", f"/apis/batch/v1/namespaces/{NS}/jobs/{op_name}"), f"the Job {op_name}", timeout=WAIT)
+    wait_for(lambda: kube_api.request("get", f"/apis/batch/v1/namespaces/{namespace}/jobs/{op_name}"), f"the Job {op_name}",
+             timeout=WAIT)
     labels = {jobs.LABEL_OPERATION: op_name, jobs.LABEL_CLUSTER: cluster, "app.kubernetes.io/managed-by": "slipway-fleet"}
-    kube_api.request("post", f"/api/v1/namespaces/{NS}/pods", body={
+    kube_api.request("post", f"/api/v1/namespaces/{namespace}/pods", body={
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
         # The runner's account (the controller made it; no controller manager makes "default" here).
-        "spec": {"restartPolicy": "Never", "serviceAccountName": f"slipway-fleet-{cluster}", "automountServiceAccountToken": False,
-                 "containers": [{"name": jobs.CONTAINER, "image": "localhost/slipway/operator:test"}]}})
-    kube_api.request("patch", f"/api/v1/namespaces/{NS}/pods/{name}/status", content_type=MERGE, body={"status": {
+        # A restricted pod, as the Job's (its namespace may enforce Pod Security restricted).
+        "spec": {"restartPolicy": "Never", "serviceAccountName": jobs.runner_name(cluster), "automountServiceAccountToken": False,
+                 "securityContext": {"runAsNonRoot": True, "runAsUser": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
+                 "containers": [{"name": jobs.CONTAINER, "image": "localhost/slipway/operator:test", "securityContext": {
+                     "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}]}})
+    kube_api.request("patch", f"/api/v1/namespaces/{namespace}/pods/{name}/status", content_type=MERGE, body={"status": {
         "phase": "Failed" if exit_code else "Succeeded",
         "containerStatuses": [{"name": jobs.CONTAINER, "image": "localhost/slipway/operator:test", "imageID": "", "ready": False,
                                "restartCount": 0, "state": {"terminated": {
@@ -305,11 +340,12 @@ def run_pod(kube_api, op_name: str, cluster: str, index: int, exit_code: int, me
                                    "startedAt": "2026-01-01T00:00:00Z", "finishedAt": f"2026-01-01T00:0{index}:00Z"}}}]}})
 
 
-def job_status(kube_api, op_name: str, status: dict) -> None:
+def job_status(kube_api, op_name: str, status: dict, namespace: str = NS) -> None:
     """The Job controller's part: the Job's counts and conditions (once the controller has made the Job: it makes
     the SlipwayOperation first)."""
-    wait_for(lambda: kube_api.request("get", f"/apis/batch/v1/namespaces/{NS}/jobs/{op_name}"), f"the Job {op_name}", timeout=WAIT)
-    kube_api.request("patch", f"/apis/batch/v1/namespaces/{NS}/jobs/{op_name}/status", content_type=MERGE,
+    wait_for(lambda: kube_api.request("get", f"/apis/batch/v1/namespaces/{namespace}/jobs/{op_name}"), f"the Job {op_name}",
+             timeout=WAIT)
+    kube_api.request("patch", f"/apis/batch/v1/namespaces/{namespace}/jobs/{op_name}/status", content_type=MERGE,
                      body={"status": status})
 
 
@@ -331,7 +367,10 @@ class TestController:
     slot (--max-parallel 1); gamma fails preflight; alpha is deleted and reset."""
 
     def test_a_cluster_becomes_a_create_operation_and_its_job(self, kube_api, controller):
-        kube_api.request("post", clusters(NS), body=a_cluster("alpha"))
+        # Its endpoint is this API server (an external load balancer's address), whose nodes the controller reads
+        # with the kubeconfig a later test stores.
+        kube_api.request("post", clusters(NS), body=a_cluster("alpha", controlPlaneEndpoint={
+            "mode": "external", "address": kube_api.server.removeprefix("https://")}))
         op = wait_controller(controller, lambda: (ops_of(kube_api, "alpha") or [None])[0], "alpha's create operation")
         assert op["spec"]["type"] == "create" and op["spec"]["hosts"] == ["cp1", "w1"]
         name = op["metadata"]["name"]
@@ -348,7 +387,7 @@ class TestController:
                               "alpha Provisioning")
         assert jobs.FINALIZER in obj["metadata"]["finalizers"]
         assert obj["status"]["lastOperation"]["name"] == name and obj["status"]["created"] is True
-        assert obj["status"]["endpoint"] == "https://192.0.2.11:6443"
+        assert obj["status"]["endpoint"] == kube_api.server
         assert condition(obj, "PreflightPassed")["status"] == "True"
         assert any(reason == "OperationStarted" for reason, _message in events(kube_api, "alpha"))
 
@@ -421,7 +460,7 @@ class TestController:
         assert condition(obj, "Ready")["status"] == "False" and "w1" in condition(obj, "Ready")["message"]
 
     def test_the_runners_account_writes_its_kubeconfig_and_reads_no_other_secret(self, kube_api, controller):  # pylint: disable=unused-argument
-        token = kube_api.request("post", f"/api/v1/namespaces/{NS}/serviceaccounts/slipway-fleet-alpha/token", body={
+        token = kube_api.request("post", f"/api/v1/namespaces/{NS}/serviceaccounts/{jobs.runner_name('alpha')}/token", body={
             "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 600}})["status"]["token"]
         from kubernetes import client  # pylint: disable=import-outside-toplevel
         from kubernetes.client.exceptions import ApiException  # pylint: disable=import-outside-toplevel
@@ -458,7 +497,8 @@ class TestController:
         assert metrics(controller[1])["slipway_fleet_playbook_reruns_total"] == 2
 
     def test_a_spec_the_model_refuses_gets_no_job(self, kube_api, controller):
-        kube_api.request("post", clusters(NS), body=a_cluster("gamma", controlPlaneEndpoint={"mode": "vip"},
+        kube_api.request("post", clusters(NS), body=a_cluster("gamma", controlPlaneEndpoint={"mode": "vip"}, hosts=[
+            {"name": "cp1", "address": "192.0.2.41", "roles": ["control_plane"]}],
                                                               network={"podCIDR": "10.233.0.0/16"}))
         obj = wait_controller(controller, lambda: cluster_when(kube_api, "gamma", lambda o: condition(o, "PreflightPassed").get("status") == "False"),
                               "gamma's preflight")
@@ -561,11 +601,12 @@ class TestController:
         inputs = kube_api.request("get", f"/api/v1/namespaces/{NS}/configmaps/beta-backup-1")["data"]
         assert json.loads(inputs["op.json"])["playbook"] == "etcd_backup.yml"
         assert yaml.safe_load(inputs["inventory.yml"])["all"]["hosts"]["cp1"]["ansible_host"] == "192.0.2.31"
-        # The snapshots go to the backup volume (--backup-claim), a directory per cluster, beyond the pod's life.
-        assert json.loads(inputs["vars.json"])["etcd_backup_dir"] == f"/slipway/backups/{NS}/beta"
+        # The snapshots go to the backup volume (--backup-claim), beyond the pod's life: the Job mounts its cluster's
+        # directory of it only.
+        assert json.loads(inputs["vars.json"])["etcd_backup_dir"] == "/slipway/backups"
         pod = job["spec"]["template"]["spec"]
         assert {"name": "backups", "persistentVolumeClaim": {"claimName": "fleet-backups"}} in pod["volumes"]
-        assert {"name": "backups", "mountPath": "/slipway/backups"} in pod["containers"][0]["volumeMounts"]
+        assert {"name": "backups", "mountPath": "/slipway/backups", "subPath": "beta"} in pod["containers"][0]["volumeMounts"]
         obj = wait_controller(controller, lambda: cluster_when(
             kube_api, "beta", lambda o: (status_of(o, "lastOperation") or {}).get("name") == "beta-backup-1"), "beta's last operation")
         assert obj["status"]["lastOperation"]["type"] == "etcd-backup" and obj["status"]["lastOperation"]["phase"] in ("Pending", "Running")

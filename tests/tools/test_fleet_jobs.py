@@ -39,7 +39,7 @@ def test_operation_names_are_dns_labels_and_differ_by_salt():
 
 
 def test_the_job_mounts_the_key_and_never_puts_it_in_the_environment():
-    job = jobs.job(an_operation(), CLUSTER, jobs.JobSettings(image="img:1", bundle_host_path="/srv/bundle"))
+    job = jobs.job(an_operation(), CLUSTER, jobs.JobSettings(image="img:1", bundle_claim="slipway-fleet-bundle"))
     pod = job["spec"]["template"]["spec"]
     container = pod["containers"][0]
     assert container["command"] == ["/usr/bin/python3.11", "-m", "slipway_fleet.runner"]
@@ -47,7 +47,7 @@ def test_the_job_mounts_the_key_and_never_puts_it_in_the_environment():
     assert ssh["secretName"] == "prod-ssh" and ssh["items"] == [{"key": "id_ed25519", "path": jobs.SSH_KEY_FILE}]
     assert all("valueFrom" not in env for env in container["env"])
     assert {"name": "bundle", "mountPath": "/bundle", "readOnly": True} in container["volumeMounts"]
-    assert pod["restartPolicy"] == "Never" and pod["serviceAccountName"] == "slipway-fleet-prod"
+    assert pod["restartPolicy"] == "Never" and pod["serviceAccountName"] == jobs.runner_name("prod")
     # A failed task fails the Job at once; anything else (a pod that died) is run again.
     rule = job["spec"]["podFailurePolicy"]["rules"][0]
     assert rule["action"] == "FailJob" and rule["onExitCodes"]["values"] == [jobs.EXIT_PLAYBOOK_FAILED]
@@ -55,18 +55,12 @@ def test_the_job_mounts_the_key_and_never_puts_it_in_the_environment():
     assert job["metadata"]["ownerReferences"][0]["kind"] == "SlipwayOperation"
 
 
-@pytest.mark.parametrize("settings, source", [
-    ({"backup_host_path": "/var/lib/slipway-fleet/backups"},
-     {"hostPath": {"path": "/var/lib/slipway-fleet/backups", "type": "Directory"}}),
-    ({"backup_claim": "fleet-backups"}, {"persistentVolumeClaim": {"claimName": "fleet-backups"}}),
-])
-def test_only_an_etcd_backup_job_mounts_the_backup_volume(settings, source):
-    job_settings = jobs.JobSettings(image="img:1", **settings)
+def test_only_an_etcd_backup_job_mounts_the_backup_volume_and_only_its_clusters_directory():
+    job_settings = jobs.JobSettings(image="img:1", backup_claim="fleet-backups")
     assert jobs.has_backup_volume(job_settings)
     backup = jobs.job(an_operation("etcd-backup"), CLUSTER, job_settings)["spec"]["template"]["spec"]
-    assert {"name": "backups", **source} in backup["volumes"]
-    assert {"name": "backups", "mountPath": jobs.BACKUP_DIR} in backup["containers"][0]["volumeMounts"]
-    assert jobs.backup_dir(CLUSTER) == jobs.BACKUP_DIR + "/fleet/prod"
+    assert {"name": "backups", "persistentVolumeClaim": {"claimName": "fleet-backups"}} in backup["volumes"]
+    assert {"name": "backups", "mountPath": jobs.BACKUP_DIR, "subPath": "prod"} in backup["containers"][0]["volumeMounts"]
     for op_type in ("create", "scale", "renew-certs", "reset"):
         other = jobs.job(an_operation(op_type), CLUSTER, job_settings)["spec"]["template"]["spec"]
         assert all(volume["name"] != "backups" for volume in other["volumes"])
@@ -77,21 +71,25 @@ def test_only_an_etcd_backup_job_mounts_the_backup_volume(settings, source):
 
 def test_the_input_holds_inventory_and_variables_and_nothing_secret():
     op = an_operation("remove-node")
-    cm = jobs.input_config_map(op, CLUSTER, CLUSTER["spec"], {"remove_node_names": ["cp1"]})
+    cm = jobs.input_config_map(op, CLUSTER, CLUSTER["spec"], {"remove_node_names": ["cp1"]},
+                               host_keys={"cp1": ["ssh-ed25519 AAAA"]}, endpoint="https://10.1.0.11:6443")
     assert yaml.safe_load(cm["data"]["inventory.yml"])["all"]["hosts"]["cp1"]["ansible_host"] == "10.1.0.11"
     run = json.loads(cm["data"]["op.json"])
     assert run["playbook"] == "remove_node.yml" and run["kubeconfigSecret"] == "prod-kubeconfig"
-    assert run["storeKubeconfig"] is False
+    assert run["storeKubeconfig"] is False and run["endpoint"] == "https://10.1.0.11:6443"
+    assert run["hostKeys"] == {"cp1": ["ssh-ed25519 AAAA"]} and run["pinnedHosts"] == [] and run["secretVariables"] == {}
     assert "id_ed25519" not in json.dumps(cm)
 
 
-def test_the_runner_may_write_only_its_clusters_kubeconfig():
-    _account, role, binding = jobs.runner_rbac(CLUSTER)
+def test_the_runner_may_write_only_its_clusters_kubeconfig_and_its_operations_status():
+    _account, role, binding = jobs.runner_rbac(CLUSTER, "prod-create-3-abcde")
     named = [rule for rule in role["rules"] if rule.get("resourceNames")]
     assert named == [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["prod-kubeconfig"],
-                      "verbs": ["get", "update", "patch"]}]
+                      "verbs": ["get", "update", "patch"]},
+                     {"apiGroups": ["fleet.slipway.io"], "resources": ["slipwayoperations/status"],
+                      "resourceNames": ["prod-create-3-abcde"], "verbs": ["get", "patch"]}]
     assert all("list" not in rule["verbs"] and "watch" not in rule["verbs"] for rule in role["rules"])
-    assert binding["subjects"][0]["name"] == "slipway-fleet-prod"
+    assert binding["subjects"][0]["name"] == jobs.runner_name("prod")
 
 
 def pod(created, exit_code=None, message=""):
@@ -221,6 +219,7 @@ def test_the_runner_runs_site_yml_and_reports_the_models_refusal(run_dirs, tmp_p
     log = tmp_path / "termination-log"
     code = runner.main(["--input", str(run_dirs["input"]), "--work", str(run_dirs["work"]), "--ssh", str(run_dirs["ssh"]),
                         "--kubeconfig-dir", str(run_dirs["kubeconfig"]), "--termination-log", str(log),
+                        "--secret-variables", str(tmp_path / "no-secrets"),
                         "--collections-path", os.path.join(ROOT, ".cache", "collections")])
     summary = json.loads(log.read_text())
     assert code == jobs.EXIT_PLAYBOOK_FAILED, summary
@@ -231,8 +230,11 @@ def test_the_runner_runs_site_yml_and_reports_the_models_refusal(run_dirs, tmp_p
     # The key went to a private copy that ssh accepts (mode 0600), named by path only.
     private = Path(run_dirs["work"]) / "ssh" / jobs.SSH_KEY_FILE
     assert private.stat().st_mode & 0o777 == 0o600
-    extravars = (Path(run_dirs["work"]) / "runner" / "env" / "extravars").read_text()
-    assert "not-a-real-key" not in extravars and str(private) in extravars
+    # The variables went to a file of their own, every value marked unsafe, given to ansible-playbook with -e @file.
+    extravars = (Path(run_dirs["work"]) / "vars.yml").read_text()
+    assert "not-a-real-key" not in extravars and f"ansible_ssh_private_key_file: !unsafe '{private}'" in extravars
+    assert (Path(run_dirs["work"]) / "runner" / "env" / "cmdline").read_text().strip() == f"-e @{Path(run_dirs['work']) / 'vars.yml'}"
+    assert "!unsafe '192.0.2.11'" in (Path(run_dirs["work"]) / "inventory" / "hosts.yml").read_text()
     # The run's ansible.cfg (its poll interval) is the one written into the work directory.
     envvars = yaml.safe_load((Path(run_dirs["work"]) / "runner" / "env" / "envvars").read_text())
     assert envvars["ANSIBLE_CONFIG"] == str(Path(run_dirs["work"]) / "ansible.cfg")
@@ -255,7 +257,8 @@ def a_controller(recorder, backup_claim=""):
     ctl.patch_operation_status = lambda op, status: recorder.op_status.append((op["metadata"]["name"], status))
     ctl.post_event = lambda obj, kind, reason, message, once=False: recorder.events.append((reason, message))
     ctl.patch_cluster_status = lambda obj, status: recorder.cluster_status.append(dict(status))
-    ctl.running_operations = lambda: 0
+    ctl.running_operations = lambda namespace=None: 0
+    ctl.tenancy_problems = lambda obj: []
     ctl.start = lambda obj, op_type, *args: recorder.started.append(op_type) or "op"
     return ctl
 
@@ -279,7 +282,7 @@ def test_an_etcd_backup_without_a_backup_volume_is_refused_before_any_job():
     assert not recorder.started
     [(name, op_status)] = recorder.op_status
     assert name == "backup-1" and op_status["phase"] == "Failed"
-    assert "--backup-host-path or --backup-claim" in op_status["message"] and "fleet_backup_host_path" in op_status["message"]
+    assert "--backup-claim" in op_status["message"] and "fleet_backup_host_path" in op_status["message"]
     assert [reason for reason, _message in recorder.events] == ["OperationFailed"]
 
 

@@ -128,9 +128,21 @@ def test_a_vip_without_its_address_is_refused_before_any_job():
 
 def test_a_bundle_that_is_not_there_is_a_problem():
     spec = cluster(artifacts={"source": "bundle", "bundleDir": "/nonexistent/bundle"})
-    result = fleet.preflight(spec, "prod", MODEL, bundle=fleet.bundle_reader(COLLECTIONS))
+    result = fleet.preflight(spec, "prod", MODEL, bundle=fleet.bundle_reader(COLLECTIONS), bundle_mount="/nonexistent/bundle")
     assert result.problems == ["spec.artifacts.bundleDir (slipway_artifacts_bundle_dir): /nonexistent/bundle has no "
                                "manifest.yml; build one with 'make bundle' or point it at a bundle"]
+
+
+def test_a_bundle_that_is_not_the_fleets_is_refused_and_not_read(tmp_path):
+    """A tenant names another directory of the controller's: refused by field, and the model's reader does not read
+    it (the controller's reader knows only the fleet's mount)."""
+    from slipway_fleet import tenancy  # pylint: disable=import-outside-toplevel
+    (tmp_path / "manifest.yml").write_text("kubernetes: v1.37.1\n")
+    spec = cluster(artifacts={"source": "bundle", "bundleDir": str(tmp_path)})
+    result = fleet.preflight(spec, "prod", MODEL, bundle=tenancy.FleetBundle(fleet.bundle_reader(COLLECTIONS), "/bundle"))
+    assert result.problems[0] == (f"spec.artifacts.bundleDir: {tmp_path} is not where the fleet's Jobs see the bundle; "
+                                  "set /bundle (the fleet's bundle mount)")
+    assert any(f"{tmp_path} has no manifest.yml" in problem for problem in result.problems), result.problems
 
 
 # --- the plan: which operation ------------------------------------------------------------------------------

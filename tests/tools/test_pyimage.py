@@ -108,7 +108,8 @@ def test_the_image_holds_the_operator_and_the_fleet(tmp_path):
 
 
 def test_ssh_comes_from_debian_with_the_libraries_it_loads(tmp_path):
-    """stage_python copies ssh, scp and sftp and hands them to the library resolution (like the interpreter)."""
+    """stage_python copies ssh, scp, sftp and ssh-keyscan (the fleet runner's check of the hosts' keys) and hands them
+    to the library resolution (like the interpreter)."""
     deb = tmp_path / "debian"
     for path in ("usr/bin/python3.11",) + tuple(p.lstrip("/") for p in pyimage.SSH_PROGRAMS):
         (deb / path).parent.mkdir(parents=True, exist_ok=True)
@@ -121,7 +122,7 @@ def test_ssh_comes_from_debian_with_the_libraries_it_loads(tmp_path):
     for path in pyimage.SSH_PROGRAMS:
         assert path in programs
         assert os.access(stage / path.lstrip("/"), os.X_OK)
-    assert "openssh-client" in pyimage.DEBIAN_PACKAGES
+    assert "openssh-client" in pyimage.DEBIAN_PACKAGES and "/usr/bin/ssh-keyscan" in pyimage.SSH_PROGRAMS
 
 
 def test_the_images_user_owns_its_home_for_ssh(tmp_path):

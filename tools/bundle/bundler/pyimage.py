@@ -22,7 +22,8 @@ What goes in, and from where:
                 COLLECTION_PATHS) and COLLECTIONS, without their tests and docs.
   The operator  operator/slipway_operator and operator/slipway_fleet, as packages in dist-packages; the
                 entrypoint is `python3.11 -m slipway_operator`.
-  OpenSSH       Debian's openssh-client: ssh, scp and sftp (what Ansible's ssh connection runs), with
+  OpenSSH       Debian's openssh-client: ssh, scp and sftp (what Ansible's ssh connection runs) and
+                ssh-keyscan (the fleet runner reads the hosts' keys with it before any task), with
                 exactly the shared libraries they load, like the interpreter's. /home/nonroot belongs to
                 the image's user: ssh takes its home (known_hosts) from /etc/passwd, not from $HOME.
   busybox       /bin/sh and the commands Ansible's local connection runs (mkdir, rm, chmod...).
@@ -68,7 +69,7 @@ DEBIAN_PACKAGES = [
     "libgssapi-krb5-2", "libkrb5-3", "libk5crypto3", "libkrb5support0", "libcom-err2", "libkeyutils1",
     "libselinux1", "libpcre2-8-0",
 ]
-SSH_PROGRAMS = ("/usr/bin/ssh", "/usr/bin/scp", "/usr/bin/sftp")
+SSH_PROGRAMS = ("/usr/bin/ssh", "/usr/bin/scp", "/usr/bin/sftp", "/usr/bin/ssh-keyscan")
 HOME = "/home/nonroot"
 STDLIB = "/usr/lib/python3.11"
 LIB_DYNLOAD = STDLIB + "/lib-dynload"
