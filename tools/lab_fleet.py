@@ -4,8 +4,8 @@
     tools/lab_fleet.py --inventory inventories/lab/hosts.yml --bundle bundle
 
 After playbooks/fleet.yml made the lab cluster a management cluster, this makes what a user would make by hand
-there: the namespace `fleet`, the Secret `fleet-ssh` with the lab's SSH key (the key of the inventory's spare nodes),
-and docs/fleet.md's prod.yml with the lab's values put in: the first spare node's address (group fleet_hosts), the
+there: the Secret `fleet-ssh` with the lab's SSH key (the key of the inventory's spare nodes) in the namespace
+`fleet` (which playbooks/fleet.yml made: fleet_watch_namespaces), and docs/fleet.md's prod.yml with the lab's values put in: the first spare node's address (group fleet_hosts), the
 bundle's Kubernetes release, and the lab's kubelet disk thresholds (the lab's nodes share this machine's disk).
 The file goes next to the inventory, to artifacts/fleet/prod.yml, and the commands to apply and watch it are
 printed. Run with the controller virtualenv's python, as root; a second run changes nothing.
@@ -133,7 +133,6 @@ def run(inventory_path: Path, bundle: Path) -> int:
     if not kubeconfig.is_file():
         raise LabFleetError(f"{kubeconfig} is missing: run site.yml on the lab first (make lab)")
     kubectl = [str(bundle / "bin" / "kubectl"), "--kubeconfig", str(kubeconfig)]
-    print(kubectl_apply(kubectl, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}))
     print(kubectl_apply(kubectl, secret_manifest(key)))
     out = inventory_path.parent / "artifacts" / "fleet" / EXAMPLE
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -49,3 +49,18 @@ def test_a_node_with_the_bundle_passes(tmp_path, tool):
 def test_a_claim_needs_no_directory_on_the_node(tmp_path, tool):
     result = node_tasks(tmp_path, tool, "-e", "fleet_bundle_host_path=/nonexistent", "-e", "fleet_bundle_claim=bundle")
     assert result.returncode == 0, result.stdout[-3000:]
+
+
+def test_the_backups_get_a_directory_per_watched_namespace_for_the_jobs_group(tmp_path, tool):
+    """<fleet_backup_host_path>/<namespace>/ per watched namespace: group 65532 (the Jobs'), set-group-ID, so that the
+    directory the kubelet makes there for a cluster (a Job's subPath) is writable by the Jobs, and no other
+    namespace's."""
+    backups = tmp_path / "backups"
+    # The later -e wins over node_tasks' empty fleet_backup_host_path.
+    result = node_tasks(tmp_path, tool, "-e", f"fleet_backup_host_path={backups}",
+                        "-e", '{"fleet_watch_namespaces": ["team-a", "team-b"]}')
+    assert result.returncode == 0, result.stdout[-3000:]
+    for namespace in ("team-a", "team-b"):
+        info = (backups / namespace).stat()
+        assert (info.st_uid, info.st_gid, info.st_mode & 0o7777) == (0, 65532, 0o2770), (namespace, oct(info.st_mode))
+    assert (backups.stat().st_uid, backups.stat().st_mode & 0o777) == (65532, 0o750)
