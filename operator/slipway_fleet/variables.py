@@ -25,6 +25,9 @@ from __future__ import annotations
 import difflib
 from typing import Any, Iterable, Mapping
 
+# spec.py imports this module only inside its functions: no import cycle.
+from .spec import SETTING_FIELDS
+
 ACCEPTED = frozenset("""
     artifacts_binary_staging_dir artifacts_cni_plugins artifacts_download_dir artifacts_image_staging_dir
 
@@ -97,26 +100,9 @@ SECRET: dict[str, str] = {
     "loadbalancer_keepalived_auth_pass": "text",
 }
 
-# The spec's fields that give the slipway_* settings, and the settings no field gives.
-_FIELDS = {
-    "slipway_kubernetes_version": "spec.kubernetesVersion",
-    "slipway_pod_cidr": "spec.network.podCIDR",
-    "slipway_service_cidr": "spec.network.serviceCIDR",
-    "slipway_node_cidr_mask_size": "spec.network.nodeCIDRMaskSize",
-    "slipway_dns_domain": "spec.network.dnsDomain",
-    "slipway_cni": "spec.network.cni",
-    "slipway_lb_mode": "spec.controlPlaneEndpoint.mode",
-    "slipway_control_plane_endpoint": "spec.controlPlaneEndpoint.address",
-    "slipway_lb_port": "spec.controlPlaneEndpoint.port",
-    "slipway_etcd_mode": "spec.etcd.mode",
-    "slipway_artifacts_source": "spec.artifacts.source",
-    "slipway_artifacts_bundle_dir": "spec.artifacts.bundleDir",
-    "slipway_artifacts_mirror_url": "spec.artifacts.mirrorURL",
-    "slipway_artifacts_registry_mirror": "spec.artifacts.registryMirror",
-    "slipway_hardening": "spec.hardening",
-    "slipway_secrets_encryption": "spec.secretsEncryption",
-    "slipway_kubesphere_enabled": "spec.kubesphere.enabled",
-}
+# The spec's fields that give the slipway_* settings (spec.py's table, whose metadata.name and group rows are not
+# settings a variable could name), and the settings no field gives.
+_FIELDS = {name: field for name, field in SETTING_FIELDS.items() if name.startswith("slipway_") and name != "slipway_cluster_name"}
 _NO_FIELD = {
     "slipway_cluster_name": "is the SlipwayCluster's name (metadata.name)",
     "slipway_apiserver_port": "has no field in the spec: a SlipwayCluster's API servers listen on 6443",

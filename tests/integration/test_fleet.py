@@ -497,8 +497,8 @@ class TestController:
         assert metrics(controller[1])["slipway_fleet_playbook_reruns_total"] == 2
 
     def test_a_spec_the_model_refuses_gets_no_job(self, kube_api, controller):
-        kube_api.request("post", clusters(NS), body=a_cluster("gamma", controlPlaneEndpoint={"mode": "vip"}, hosts=[
-            {"name": "cp1", "address": "192.0.2.41", "roles": ["control_plane"]}],
+        hosts = [{"name": "cp1", "address": "192.0.2.41", "roles": ["control_plane"]}]
+        kube_api.request("post", clusters(NS), body=a_cluster("gamma", controlPlaneEndpoint={"mode": "vip"}, hosts=hosts,
                                                               network={"podCIDR": "10.233.0.0/16"}))
         obj = wait_controller(controller, lambda: cluster_when(kube_api, "gamma", lambda o: condition(o, "PreflightPassed").get("status") == "False"),
                               "gamma's preflight")

@@ -23,9 +23,9 @@ import yaml
 
 from conftest import ROOT
 from kube_apiserver import fixture_kube_api, stop_processes  # pylint: disable=unused-import  # its API server, for this module
-from test_cluster_configuration_api import ensure_namespace, wait_for
-from test_fleet import (ADMISSION, CRD_API, MERGE, PATHS, SUMMARY, WAIT, apply_list, clusters, finished, fixture_crds,  # pylint: disable=unused-import
-                        job_status, launch_controller, operations, refusal, run_pod, service_account_kubeconfig)
+from test_cluster_configuration_api import ensure_namespace
+from test_fleet import (ADMISSION, MERGE, PATHS, SUMMARY, apply_list, clusters, finished, fixture_crds,  # pylint: disable=unused-import
+                        job_status, launch_controller, operations, refusal, run_pod, service_account_kubeconfig, wait_controller)
 
 from slipway_fleet import jobs  # noqa: E402  pylint: disable=wrong-import-position,wrong-import-order
 
@@ -117,16 +117,19 @@ def fixture_fleet(kube_api, crds, tmp_path_factory):  # pylint: disable=unused-a
 
 
 def waited(fleet, predicate, what: str):
-    proc, log = fleet["proc"], fleet["log"]
+    """``predicate``'s answer once it has one, while the controller runs (its log's end in the failure)."""
+    return wait_controller((fleet["proc"], fleet["port"], fleet["log"]), predicate, what)
 
-    def check():
-        if proc.poll() is not None:
-            raise AssertionError(f"the controller exited with {proc.returncode}:\n" + Path(log).read_text()[-4000:])
-        return predicate()
-    try:
-        return wait_for(check, what, timeout=WAIT)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n--- controller log\n" + Path(log).read_text()[-6000:]) from None
+
+def cluster_when(fleet, kube_api, namespace: str, name: str, predicate, what: str) -> dict:  # pylint: disable=too-many-arguments
+    """The SlipwayCluster once ``predicate`` holds for it."""
+    return waited(fleet, lambda: next((obj for obj in [get(kube_api, namespace, name)] if predicate(obj)), None), what)
+
+
+def last_operation(obj: dict) -> tuple[str, str]:
+    """The name and phase of the cluster's last operation."""
+    last = (obj.get("status") or {}).get("lastOperation") or {}
+    return last.get("name", ""), last.get("phase", "")
 
 
 def get(kube_api, namespace: str, name: str) -> dict:
@@ -144,8 +147,8 @@ def ops(kube_api, namespace: str, cluster: str) -> list[dict]:
 
 def refused_by_preflight(kube_api, fleet, namespace: str, name: str) -> str:
     """The PreflightPassed message of a cluster the controller refused, once it is written; and no operation."""
-    obj = waited(fleet, lambda: (lambda o: o if condition(o, "PreflightPassed").get("status") == "False" else None)(
-        get(kube_api, namespace, name)), f"{name}'s refusal")
+    obj = cluster_when(fleet, kube_api, namespace, name, lambda o: condition(o, "PreflightPassed").get("status") == "False",
+                       f"{name}'s refusal")
     assert ops(kube_api, namespace, name) == [], "a refused spec got an operation"
     jobs_of = [j for j in kube_api.request("get", f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]
                if j["metadata"]["labels"].get(jobs.LABEL_CLUSTER) == name]
@@ -166,8 +169,8 @@ def created(kube_api, fleet, namespace: str, name: str, cluster_spec: dict, as_t
     client.request("post", clusters(namespace), body=body(name, cluster_spec))
     op = waited(fleet, lambda: (ops(kube_api, namespace, name) or [None])[0], f"{name}'s create")
     succeed(kube_api, namespace, op["metadata"]["name"], name)
-    return waited(fleet, lambda: (lambda o: o if (o.get("status") or {}).get("phase") == "Running" else None)(
-        get(kube_api, namespace, name)), f"{name} Running")
+    return cluster_when(fleet, kube_api, namespace, name, lambda o: (o.get("status") or {}).get("phase") == "Running",
+                        f"{name} Running")
 
 
 class TestTenants:  # pylint: disable=too-many-public-methods
@@ -204,8 +207,9 @@ class TestTenants:  # pylint: disable=too-many-public-methods
         try:
             kube_api.request("post", clusters(OTHER_NS), body=body("unguarded", spec("192.0.2.73"), annotations={
                 "fleet.slipway.io/adopt": "true"}))
-            obj = waited(fleet, lambda: (lambda o: o if condition(o, "PreflightPassed").get("reason") == "AdoptionNotGuarded"
-                                         else None)(get(kube_api, OTHER_NS, "unguarded")), "the unguarded adoption refused")
+            obj = cluster_when(fleet, kube_api, OTHER_NS, "unguarded",
+                               lambda o: condition(o, "PreflightPassed").get("reason") == "AdoptionNotGuarded",
+                               "the unguarded adoption refused")
             assert "ValidatingAdmissionPolicyBinding slipway-fleet-adopt" in condition(obj, "PreflightPassed")["message"]
             assert not (obj.get("status") or {}).get("created") and not (obj.get("status") or {}).get("appliedSpec")
             assert ops(kube_api, OTHER_NS, "unguarded") == []
@@ -341,8 +345,8 @@ class TestTenants:  # pylint: disable=too-many-public-methods
         succeed(kube_api, TENANT_NS, op, "third")
 
     def test_the_applied_spec_is_not_taken_from_an_annotation(self, kube_api, fleet):
-        obj = waited(fleet, lambda: (lambda o: o if (o.get("status") or {}).get("phase") == "Running" else None)(
-            get(kube_api, TENANT_NS, "third")), "third Running")
+        obj = cluster_when(fleet, kube_api, TENANT_NS, "third", lambda o: (o.get("status") or {}).get("phase") == "Running",
+                           "third Running")
         assert [h["address"] for h in json.loads(obj["status"]["appliedSpec"]["json"])["hosts"]] == ["192.0.2.88"]
         # The tenant may not write the status the controller keeps.
         answer = refusal(lambda: fleet["tenant"].request("patch", f"{clusters(TENANT_NS)}/third/status", content_type=MERGE,
@@ -358,9 +362,9 @@ class TestTenants:  # pylint: disable=too-many-public-methods
         fleet["tenant"].request("patch", f"{operations(TENANT_NS)}/{scale}", content_type=MERGE, body={"metadata": {
             "annotations": {"fleet.slipway.io/target-spec": json.dumps(spec("192.0.2.52"), sort_keys=True)}}})
         succeed(kube_api, TENANT_NS, scale, "third")
-        obj = waited(fleet, lambda: (lambda o: o if (o.get("status") or {}).get("lastOperation", {}).get("phase") == "Succeeded"
-                                     and (o.get("status") or {}).get("lastOperation", {}).get("name") == scale else None)(
-            get(kube_api, TENANT_NS, "third")), "the scale applied")
+        obj = cluster_when(fleet, kube_api, TENANT_NS, "third",
+                           lambda o: last_operation(o) == (scale, "Succeeded"),
+                           "the scale applied")
         assert [h["address"] for h in json.loads(obj["status"]["appliedSpec"]["json"])["hosts"]] == ["192.0.2.88", "192.0.2.89"]
 
     def test_host_keys_met_first_are_recorded_and_required(self, kube_api, fleet):
@@ -383,8 +387,8 @@ class TestTenants:  # pylint: disable=too-many-public-methods
                                                          content_type=MERGE, body={"status": {"hostKeys": []}}))
         assert "forbidden" in answer.lower(), answer
         succeed(kube_api, TENANT_NS, "third-certs-1", "third", {**SUMMARY, "playbook": "certs.yml"})
-        obj = waited(fleet, lambda: (lambda o: o if (o.get("status") or {}).get("hostKeys") else None)(
-            get(kube_api, TENANT_NS, "third")), "the keys recorded")
+        obj = cluster_when(fleet, kube_api, TENANT_NS, "third", lambda o: (o.get("status") or {}).get("hostKeys"),
+                           "the keys recorded")
         assert obj["status"]["hostKeys"] == [{"name": "n0", "keys": [key]}, {"name": "n1", "keys": [key]}]
         fleet["tenant"].request("post", operations(TENANT_NS), body={
             "apiVersion": "fleet.slipway.io/v1alpha1", "kind": "SlipwayOperation", "metadata": {"name": "third-certs-2"},
@@ -423,8 +427,8 @@ class TestTenants:  # pylint: disable=too-many-public-methods
         if kube_api.request("get", f"/api/v1/namespaces/{TENANT_NS}/secrets/third-kubeconfig"):
             fleet["tenant"].request("delete", f"/api/v1/namespaces/{TENANT_NS}/secrets/third-kubeconfig")
         fleet["tenant"].request("post", f"/api/v1/namespaces/{TENANT_NS}/secrets", body=secret)
-        obj = waited(fleet, lambda: (lambda o: o if says in condition(o, "Ready").get("message", "") else None)(
-            get(kube_api, TENANT_NS, "third")), f"the {name} kubeconfig refused")
+        obj = cluster_when(fleet, kube_api, TENANT_NS, "third", lambda o: says in condition(o, "Ready").get("message", ""),
+                           f"the {name} kubeconfig refused")
         assert condition(obj, "Ready")["reason"] == "KubeconfigRefused"
         assert not marker.exists(), "the controller ran a command the kubeconfig named"
         assert listener.connections == before, "the controller sent a request where the kubeconfig said"

@@ -109,8 +109,8 @@ def a_cluster(namespace, name, spec=None, created=False, when="2026-01-01T00:00:
 
 
 def test_jinja_anywhere_in_the_spec_is_refused_by_field():
-    spec = {**SPEC, "hosts": [{"name": "cp1", "address": "10.1.0.11", "user": "{{ lookup('pipe', 'id') }}",
-                                "roles": ["control_plane"]}],
+    host = {"name": "cp1", "address": "10.1.0.11", "user": "{{ lookup('pipe', 'id') }}", "roles": ["control_plane"]}
+    spec = {**SPEC, "hosts": [host],
             "kubesphere": {"clusterConfiguration": {"common": {"x": ["ok", "{% if 1 %}"]}}},
             "variables": {"containerd_registry_mirrors": "{'a': '{# c #}'}"}}
     problems = tenancy.templates(spec)
@@ -125,8 +125,9 @@ def test_secrets_of_the_cluster_configuration_stay_out_of_the_spec():
                                                             "common": {"opensearch": {"basicAuth": {"password": ""}},
                                                                        "es": {"basicAuth": {"password": "admin"}}}}}}
     problems = tenancy.configuration_secrets(spec)
-    assert [p.split(":")[0] for p in problems] == ["spec.kubesphere.clusterConfiguration.authentication.jwtSecret",
-                                                  "spec.kubesphere.clusterConfiguration.common.es.basicAuth.password"]
+    assert [p.split(":")[0] for p in problems] == [
+        "spec.kubesphere.clusterConfiguration.authentication.jwtSecret",
+        "spec.kubesphere.clusterConfiguration.common.es.basicAuth.password"]
     assert all("k3y" not in p and "admin" not in p.split(":")[0] for p in problems)
     assert tenancy.configuration_secrets(SPEC) == []
 
@@ -176,9 +177,8 @@ def test_a_host_belongs_to_the_cluster_ranked_first():
 
 def test_between_clusters_not_created_the_oldest_holds_and_names_compare_as_names():
     first = a_cluster("a", "first", when="2026-01-01T00:00:00Z")
-    second = a_cluster("b", "second", spec={**SPEC, "hosts": [{"name": "c", "address": "NODE-W1.example.",
-                                                                   "roles": ["control_plane"]}]},
-                       when="2026-01-02T00:00:00Z")
+    named = {**SPEC, "hosts": [{"name": "c", "address": "NODE-W1.example.", "roles": ["control_plane"]}]}
+    second = a_cluster("b", "second", spec=named, when="2026-01-02T00:00:00Z")
     assert "a/first" in tenancy.conflicts(second, [first, second])[0]
     assert tenancy.conflicts(first, [first, second]) == []
     # Deleted before it touched anything: it holds nothing.
