@@ -6,7 +6,8 @@
 After playbooks/fleet.yml made the lab cluster a management cluster, this makes what a user would make by hand
 there: the Secret `fleet-ssh` with the lab's SSH key (the key of the inventory's spare nodes) in the namespace
 `fleet` (which playbooks/fleet.yml made: fleet_watch_namespaces), and docs/fleet.md's prod.yml with the lab's
-values put in: the first spare node's address (group fleet_hosts), the bundle's Kubernetes release, and the lab's kubelet disk thresholds (the lab's nodes share this machine's disk).
+values put in: the first spare node's address (group fleet_hosts), the bundle's Kubernetes release, and the
+lab's kubelet disk thresholds (the lab's nodes share this machine's disk).
 The file goes next to the inventory, to artifacts/fleet/prod.yml, and the commands to apply and watch it are
 printed. Run with the controller virtualenv's python, as root; a second run changes nothing.
 """

@@ -8,9 +8,9 @@ who they are: each must offer the SSH host key pinned in the spec or recorded at
 refused, naming the host); a host met for the first time has its key recorded in the operation's status, and ssh
 itself then checks every connection against those keys (StrictHostKeyChecking). A stored kubeconfig is held to the
 strict form of kubeconfig.py before the playbooks' modules load it. The runner then leaves a JSON summary as the
-container's termination message (the recap per host, the failed task and its message, the log's last lines), which the controller copies into the SlipwayOperation. After an operation that
-leaves the admin kubeconfig on the controller, it is stored in the Secret <cluster>-kubeconfig (Cluster API's
-name and key, ``value``).
+container's termination message (the recap per host, the failed task and its message, the log's last lines),
+which the controller copies into the SlipwayOperation. After an operation that leaves the admin kubeconfig on the
+controller, it is stored in the Secret <cluster>-kubeconfig (Cluster API's name and key, ``value``).
 
 Exit codes: 0 the playbook succeeded; 3 a task failed or the inputs were refused (the Job fails at once); 1
 anything else (the Job runs the same playbook again, which converges).
