@@ -103,9 +103,12 @@ class ActionModule(ActionBase):
             return value
 
     @staticmethod
-    def _failed(result, problems, title="The inventory has"):
+    def _failed(result, problems, title="The inventory has", warnings=()):
         result["failed"] = True
         result["msg"] = format_problems(problems, f"{title} {len(problems)} problem(s); nothing was changed on any host:")
+        if warnings:
+            # What a run that got past the problems would warn of, said now: the fix of one may be the other's.
+            result["msg"] += "\n" + format_problems(list(warnings), f"and {len(warnings)} warning(s), which do not stop a run:")
         return result
 
     @staticmethod
@@ -148,7 +151,7 @@ class ActionModule(ActionBase):
             try:
                 warnings = check_settings(settings, bundle=bundle)
             except ModelError as err:
-                return self._failed(result, err.problems, "The settings have")
+                return self._failed(result, err.problems, "The settings have", err.warnings)
             finally:
                 bundle.save()
             for warning in warnings:
@@ -181,7 +184,7 @@ class ActionModule(ActionBase):
             model = build_model(groups, host_settings, settings, bundle=bundle,
                                 exclude=validation.validated_parameters["exclude"], check_k8s_cluster=True)
         except ModelError as err:
-            return self._failed(result, per_host + err.problems)
+            return self._failed(result, per_host + err.problems, warnings=err.warnings)
         finally:
             bundle.save()
         if per_host:
