@@ -546,6 +546,9 @@ def build_model(
     plays on it would otherwise run on a subset (site.yml completes it before; other playbooks do not).
     """
     col = Collector()
+    # The hosts left out that the inventory lists: a removal's rerun asks of them still (remove_node.yml).
+    excluded = [host for host in dict.fromkeys(exclude)
+                if any(host in (members or []) for name, members in groups.items() if name in _CLUSTER_GROUPS)]
     if exclude:
         groups = {name: [host for host in (members or []) if host not in exclude] for name, members in groups.items()}
     _check_setting_names(col, settings)
@@ -680,6 +683,7 @@ def build_model(
         "etcd_client_urls": [f"https://{nodes[member]['url_host']}:2379" for member in etcd_members],
         "loadbalancers": endpoint["lb_hosts"],
         "nodes": nodes,
+        "excluded": excluded,
         "warnings": [str(w) for w in col.warnings],
         # kubespray variables of the inventory that do what slipway.cluster does: not read, no harm.
         "kubespray_ignored": accepted,
