@@ -521,14 +521,15 @@ def _removal_problems(model: Mapping[str, Any], running: Mapping[str, Any], sett
         problems.append(f"remove_node_names: would remove the last control plane ({', '.join(leaving)}); a cluster "
                         "needs one: add a control plane with playbooks/scale.yml first, or tear the cluster down with "
                         "playbooks/reset.yml")
-    # Stacked etcd: a member per control plane. From a size that survives a failure to one that survives none.
-    elif model.get("etcd_mode") == "stacked" and leaving and len(control_planes) >= 3 and len(staying) < 3 \
+    # Stacked etcd: a member per control plane, removed one after another. Fewer left than today's quorum is more than
+    # one step at a time can take safely (3 -> 1, 5 -> 2): between the removals etcd survives no failure.
+    elif model.get("etcd_mode") == "stacked" and leaving and len(staying) < len(control_planes) // 2 + 1 \
             and not settings.get("remove_node_etcd_shrink_ok"):
         problems.append(f"remove_node_names: removes {len(leaving)} of the {len(control_planes)} control planes "
                         f"({', '.join(leaving)}), and with them their etcd members: etcd would keep {len(staying)} "
-                        f"({', '.join(staying)}), which survives no failure (quorum {len(staying) // 2 + 1} of "
-                        f"{len(staying)}); add control planes first (playbooks/scale.yml), or set "
-                        "remove_node_etcd_shrink_ok: true if you mean it")
+                        f"({', '.join(staying)}), fewer than its quorum of {len(control_planes) // 2 + 1} today, and "
+                        f"survive no failure; remove one at a time and add control planes back (playbooks/scale.yml), "
+                        "or set remove_node_etcd_shrink_ok: true if you mean it")
     not_ready = sorted(name for name, node in nodes.items() if not node.get("ready") and name not in names)
     if not_ready and not settings.get("remove_node_force"):
         problems.append(f"remove_node_names: node(s) {', '.join(not_ready)} not Ready: removing another node now could "

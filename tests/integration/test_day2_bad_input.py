@@ -247,7 +247,7 @@ def test_remove_node_refuses_from_the_api_before_contact(tmp_path, kube_api, clu
                    "remove_node_names: 'w9' is neither a node of the cluster nor a host of the inventory (nodes: cp1, cp2, "
                    "cp3, w1, w2); check the name",
                    "remove_node_names: removes 2 of the 3 control planes (cp1, cp2), and with them their etcd members: "
-                   "etcd would keep 1 (cp3), which survives no failure",
+                   "etcd would keep 1 (cp3), fewer than its quorum of 2 today, and survive no failure",
                    "or set remove_node_etcd_shrink_ok: true if you mean it",
                    "remove_node_names: node(s) w2 not Ready", count=3)
     assert "Read etcd's members" not in flat
