@@ -278,7 +278,7 @@ class ActionModule(ActionBase):
             if model is not None:
                 model["playbook"] = {"name": playbook, "settings": model_settings}
         problems = per_host + (failure.problems if failure else []) + day2.problems
-        if problems:
+        if problems or model is None:
             return self._failed(result, problems, "The inventory has" if playbook == "site" else "The run has",
                                 warnings=(failure.warnings if failure else []) + day2.warnings)
         result["changed"] = False
@@ -290,6 +290,6 @@ class ActionModule(ActionBase):
             self._display.display(
                 "kubespray settings not read, as slipway.cluster does the same already: " + ", ".join(model["kubespray_ignored"]),
                 color=None)
-        for warning in model["warnings"]:
+        for warning in model["warnings"] + [str(warning) for warning in day2.warnings]:
             self._display.warning(warning)
         return result

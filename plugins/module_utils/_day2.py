@@ -39,24 +39,30 @@ class Setting:
     role: str = ""
 
 
-_SECONDS = dict(kind="int", low=1, high=86400)
+
+
+def _seconds(default: Any = None, role: str = "") -> Setting:
+    """Whole seconds a wait may take, from 1 to a day."""
+    return Setting("int", 1, 86400, default=default, role=role)
+
+
 # Settings a role's defaults/main.yml sets (role=...): their default is read from there.
 PLAYBOOK_SETTINGS: dict[str, dict[str, Setting]] = {
     "upgrade": {
-        "upgrade_drain_timeout": Setting(**_SECONDS, role="upgrade"),
+        "upgrade_drain_timeout": _seconds(role="upgrade"),
         "upgrade_worker_batch": Setting("int", 1, 100000, role="upgrade"),
         "upgrade_drain_blockers_ignore": Setting("budgets", role="upgrade"),
         "upgrade_min_certificate_hours": Setting("number", 0, 87600, role="upgrade"),
-        "upgrade_static_pod_timeout": Setting(**_SECONDS, role="upgrade"),
-        "upgrade_ready_timeout": Setting(**_SECONDS, role="upgrade"),
+        "upgrade_static_pod_timeout": _seconds(role="upgrade"),
+        "upgrade_ready_timeout": _seconds(role="upgrade"),
         "upgrade_staging_dir": Setting("path", role="upgrade"),
     },
     "scale": {
-        "scale_ready_timeout": Setting(**_SECONDS, default=300),
+        "scale_ready_timeout": _seconds(default=300),
     },
     "remove_node": {
         "remove_node_names": Setting("names", default=[], required=True),
-        "remove_node_drain_timeout": Setting(**_SECONDS, default=300),
+        "remove_node_drain_timeout": _seconds(default=300),
         "remove_node_force": Setting("bool", default=False),
         "remove_node_drain_blockers_ignore": Setting("budgets", default=[]),
         "remove_node_etcd_shrink_ok": Setting("bool", default=False),
@@ -75,7 +81,7 @@ PLAYBOOK_SETTINGS: dict[str, dict[str, Setting]] = {
     },
     "etcd_restore": {
         "etcd_snapshot": Setting("file", default="", required=True),
-        "etcd_restore_ready_timeout": Setting(**_SECONDS, default=300),
+        "etcd_restore_ready_timeout": _seconds(default=300),
     },
     "recover_control_plane": {
         "etcd_snapshot": Setting("file", default=""),
@@ -123,6 +129,18 @@ LIMIT_REFUSED: dict[str, tuple[tuple[str, ...], str]] = {
     "rotate_encryption_key": (("kube_control_plane",),
                               "every API server must hold the new key before any writes with it (a Secret it cannot "
                               "read is lost to it): run it without --limit"),
+}
+
+# --limit honoured: what the run does within it and leaves out, said before it starts (scale.yml says so itself).
+LIMIT_HONOURED: dict[str, tuple[tuple[str, ...], str]] = {
+    "certs": (("kube_control_plane", "kube_node", "etcd"),
+              "certs.yml lists (and with certs_action=renew renews) the certificates of {kept} only; those of {left} are "
+              "neither listed nor renewed"),
+    "etcd_backup": (("etcd", "kube_control_plane"),
+                    "etcd_backup.yml takes its snapshot from a member of {kept}; the snapshot timer (etcd_backup_timer) "
+                    "is not set up on {left}"),
+    "reset": (("kube_control_plane", "kube_node", "etcd", "loadbalancer"),
+              "reset.yml resets {kept} only; {left} keep their cluster state"),
 }
 
 _KEY_NAME = re.compile(r"^[A-Za-z0-9._-]{1,63}$")
@@ -310,14 +328,18 @@ def _check_names(col: Collector, run: Run, schema: Mapping[str, Setting]) -> Non
 def _check_limit(col: Collector, run: Run) -> None:
     """--limit where the playbook needs every host of some groups (from the inventory's groups: said with the model's
     problems too)."""
-    if not run.limit or run.playbook not in LIMIT_REFUSED:
+    if not run.limit or run.playbook not in {**LIMIT_REFUSED, **LIMIT_HONOURED}:
         return
-    needed, why = LIMIT_REFUSED[run.playbook]
-    hosts = [host for group in needed for host in (run.groups.get(group) or [])]
-    left_out = [host for host in dict.fromkeys(hosts) if host not in run.play_hosts]
-    if left_out:
-        shown = ", ".join(left_out[:10]) + (f" and {len(left_out) - 10} more" if len(left_out) > 10 else "")
-        col.error("--limit", f"{run.limit} leaves out {shown}: {why}")
+    needed, why = {**LIMIT_REFUSED, **LIMIT_HONOURED}[run.playbook]
+    hosts = list(dict.fromkeys(host for group in needed for host in (run.groups.get(group) or [])))
+    left_out = [host for host in hosts if host not in run.play_hosts]
+    if not left_out:
+        return
+    if run.playbook in LIMIT_REFUSED:
+        col.error("--limit", f"{run.limit} leaves out {_nodes_named(left_out)}: {why}")
+    else:
+        kept = [host for host in hosts if host in run.play_hosts]
+        col.warn("--limit", f"{run.limit}: " + why.format(kept=_nodes_named(kept) or "no host", left=_nodes_named(left_out)))
 
 
 def _check_rules(col: Collector, run: Run, model: Mapping[str, Any], settings: Mapping[str, Any]) -> None:

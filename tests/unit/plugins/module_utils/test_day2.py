@@ -132,9 +132,14 @@ def test_limit_is_refused_where_the_playbook_needs_every_host():
     for playbook in ("etcd_restore", "recover_control_plane", "rotate_encryption_key"):
         found, _ = check(playbook, {"etcd_snapshot": "/x.db"}, the_model=model(), limit="cp1", play_hosts=["cp1", "w1"])
         assert [p for p in found if p.startswith("--limit: cp1 leaves out cp2, cp3")], (playbook, found)
-    # Honoured where the playbook says what it leaves out.
+    # Honoured where the playbook says what it does and leaves out.
     for playbook in ("scale", "certs", "etcd_backup", "reset"):
         assert not [p for p in check(playbook, the_model=model(), limit="w1", play_hosts=["w1"])[0] if "--limit" in p]
+    col = Collector()
+    check_playbook(col, Run(playbook="certs", values={}, limit="w1", play_hosts=["w1"], groups=GROUPS), model())
+    assert [str(w) for w in col.warnings] == ["--limit: w1: certs.yml lists (and with certs_action=renew renews) the "
+                                              "certificates of w1 only; those of cp1, cp2, cp3, w2 are neither listed "
+                                              "nor renewed"]
 
 
 def test_rules_of_the_playbooks_on_the_model():
@@ -295,3 +300,26 @@ def test_the_schema_agrees_with_the_roles_argument_specs():
             setting = PLAYBOOK_SETTINGS["upgrade"][name]
             assert setting.role == "upgrade", name
             assert option["type"] in (types[setting.kind], "int" if setting.kind == "number" else ""), name
+
+
+def test_the_playbooks_import_the_preflight_role_without_per_host_validation():
+    # Validated on every host, the preflight role's argument spec cost 35 ms a host before the model's one check:
+    # 37 s of a 1,000-host refusal (docs/performance.md). The model checks the settings once per run instead.
+    import pathlib
+
+    import yaml
+    imports = []
+
+    def walk(tasks, where):
+        for task in tasks or []:
+            for block in ("block", "rescue", "always"):
+                walk(task.get(block), where)
+            role = task.get("ansible.builtin.import_role") or task.get("ansible.builtin.include_role")
+            if role and role.get("name") == "slipway.cluster.preflight" and role.get("tasks_from") != "inventory":
+                imports.append((where, role.get("tasks_from"), role.get("rolespec_validate")))
+
+    for path in sorted((pathlib.Path(__file__).parents[4] / "playbooks").glob("*.yml")):
+        for play in yaml.safe_load(path.read_text()) or []:
+            walk(play.get("tasks"), path.name)
+    assert len(imports) >= 15, imports
+    assert [entry for entry in imports if entry[2] is not False] == []
