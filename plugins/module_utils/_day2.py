@@ -39,8 +39,6 @@ class Setting:
     role: str = ""
 
 
-
-
 def _seconds(default: Any = None, role: str = "") -> Setting:
     """Whole seconds a wait may take, from 1 to a day."""
     return Setting("int", 1, 86400, default=default, role=role)

@@ -83,34 +83,34 @@ def test_a_wrong_setting_is_named_with_what_to_set(playbook, name, value, messag
     values = {name: value}
     if playbook == "remove_node":
         values["remove_node_names"] = "w1"
-    found, _ = check(playbook, values)
+    found, _settings = check(playbook, values)
     assert len(found) == 1 and message in found[0], found
 
 
 def test_a_misspelt_setting_names_the_nearest_and_a_close_e_name_too():
-    found, _ = check("remove_node", {"remove_node_names": "w1", "remove_nodes_force": "true", "drain_timeout": 5},
-                     given=["drain_timeout"])
+    found, _settings = check("remove_node", {"remove_node_names": "w1", "remove_nodes_force": "true", "drain_timeout": 5},
+                             given=["drain_timeout"])
     assert "remove_nodes_force: is not a setting of remove_node.yml; did you mean remove_node_force?" in found
     # Not close enough to a setting: a variable of the user's own.
     assert not [p for p in found if p.startswith("drain_timeout")]
-    found, _ = check("etcd_restore", {"etcd_snapshto": "/x.db"}, given=["etcd_snapshto"])
+    found, _settings = check("etcd_restore", {"etcd_snapshto": "/x.db"}, given=["etcd_snapshto"])
     assert "etcd_snapshto: is not a setting of etcd_restore.yml; did you mean etcd_snapshot?" in found
 
 
 def test_a_variable_a_role_knows_is_no_misspelt_setting():
-    found, _ = check("upgrade", {"upgrade_plan_extra": 1}, known=frozenset({"upgrade_plan_extra"}))
+    found, _settings = check("upgrade", {"upgrade_plan_extra": 1}, known=frozenset({"upgrade_plan_extra"}))
     assert found == []
 
 
 def test_words_ansible_dropped_from_e_are_named():
-    found, _ = check("remove_node", {"remove_node_names": "w1"}, raw_params="w2")
+    found, _settings = check("remove_node", {"remove_node_names": "w1"}, raw_params="w2")
     assert any(p.startswith("-e: Ansible read 'w2' as no variable") and "-e remove_node_names=w1,w2" in p for p in found)
 
 
 def test_names_are_a_list_of_node_names_from_commas_blanks_or_a_list():
     assert words("w1, w2 w3") == ["w1", "w2", "w3"]
     assert check("remove_node", {"remove_node_names": ["w1", "w2"]})[1]["remove_node_names"] == ["w1", "w2"]
-    found, _ = check("remove_node", {"remove_node_names": "W_1"})
+    found, _settings = check("remove_node", {"remove_node_names": "W_1"})
     assert found == ["remove_node_names: 'W_1' is not a node name (lowercase letters, digits, '-' and '.'); give the "
                      "names kubectl get nodes shows"]
 
@@ -123,14 +123,14 @@ def test_required_inputs():
 
 
 def test_limit_is_refused_where_the_playbook_needs_every_host():
-    found, _ = check("upgrade", the_model=model(), limit="w1", play_hosts=["w1"])
+    found, _settings = check("upgrade", the_model=model(), limit="w1", play_hosts=["w1"])
     assert len(found) == 1 and found[0].startswith("--limit: w1 leaves out cp1, cp2, cp3, w2: upgrade.yml upgrades "
                                                    "the whole cluster"), found
     assert check("upgrade", the_model=model(), limit="all", play_hosts=list(HOSTVARS))[0] == []
-    found, _ = check("remove_node", {"remove_node_names": "w1"}, the_model=model(), limit="w1", play_hosts=["w1"])
+    found, _settings = check("remove_node", {"remove_node_names": "w1"}, the_model=model(), limit="w1", play_hosts=["w1"])
     assert found[0].startswith("--limit: w1 leaves out cp1, cp2, cp3, w2: remove_node.yml takes the nodes")
     for playbook in ("etcd_restore", "recover_control_plane", "rotate_encryption_key"):
-        found, _ = check(playbook, {"etcd_snapshot": "/x.db"}, the_model=model(), limit="cp1", play_hosts=["cp1", "w1"])
+        found, _settings = check(playbook, {"etcd_snapshot": "/x.db"}, the_model=model(), limit="cp1", play_hosts=["cp1", "w1"])
         assert [p for p in found if p.startswith("--limit: cp1 leaves out cp2, cp3")], (playbook, found)
     # Honoured where the playbook says what it does and leaves out.
     for playbook in ("scale", "certs", "etcd_backup", "reset"):
@@ -143,13 +143,13 @@ def test_limit_is_refused_where_the_playbook_needs_every_host():
 
 
 def test_rules_of_the_playbooks_on_the_model():
-    found, _ = check("rotate_encryption_key", the_model=model(slipway_secrets_encryption=False))
+    found, _settings = check("rotate_encryption_key", the_model=model(slipway_secrets_encryption=False))
     assert found[0].startswith("slipway_secrets_encryption: is false: Secrets are not encrypted at rest, so there is "
                                "no key to rotate")
     groups = {**GROUPS, "etcd": ["w1", "w2", "cp1"]}
-    found, _ = check("recover_control_plane", {"etcd_snapshot": "/x.db"}, the_model=model(groups, slipway_etcd_mode="external"))
+    found, _settings = check("recover_control_plane", {"etcd_snapshot": "/x.db"}, the_model=model(groups, slipway_etcd_mode="external"))
     assert found[0].startswith("etcd_snapshot: is set, but this cluster's etcd is external")
-    found, _ = check("remove_node", {"remove_node_names": "cp1,cp2,cp3"}, the_model=model())
+    found, _settings = check("remove_node", {"remove_node_names": "cp1,cp2,cp3"}, the_model=model())
     assert found[0].startswith("remove_node_names: would remove the last control plane (cp1, cp2, cp3)")
 
 
@@ -187,41 +187,41 @@ def test_a_good_snapshot_passes_with_its_sha256(tmp_path):
 
 def test_a_directory_is_named_a_directory_with_its_snapshots(tmp_path):
     snapshot(tmp_path)
-    found, _ = snapshot_problems(tmp_path)
+    found, _info = snapshot_problems(tmp_path)
     assert found == [f"etcd_snapshot: {tmp_path} is a directory, not a snapshot file: give one of its snapshots "
                      "(etcd-slipway-20261201T000000Z.db, the newest last)"]
 
 
 def test_the_record_given_as_the_snapshot_names_the_snapshot(tmp_path):
     path = snapshot(tmp_path)
-    found, _ = snapshot_problems(str(path) + ".json")
+    found, _info = snapshot_problems(str(path) + ".json")
     assert found == [f"etcd_snapshot: {path}.json is the record of the snapshot {path}, not the snapshot: give the "
                      f"snapshot itself, -e etcd_snapshot={path}"]
 
 
 def test_random_bytes_with_a_record_are_not_a_snapshot(tmp_path):
-    found, _ = snapshot_problems(snapshot(tmp_path, content=b"etcd snapshot " * 4096))
+    found, _info = snapshot_problems(snapshot(tmp_path, content=b"etcd snapshot " * 4096))
     assert len(found) == 1 and "is not an etcd snapshot: it does not start with a bbolt meta page" in found[0], found
     assert bolt_problem(b"short") == "it has 5 bytes, fewer than an etcd database's first page"
 
 
 def test_etcdutl_is_asked_when_the_controller_has_it(tmp_path):
     asked = []
-    found, _ = snapshot_problems(snapshot(tmp_path), etcdutl=lambda path: (asked.append(path), (False, "invalid database"))[1])
+    found, _info = snapshot_problems(snapshot(tmp_path), etcdutl=lambda path: (asked.append(path), (False, "invalid database"))[1])
     assert asked and found[0].endswith("etcdutl snapshot status says invalid database; restore another snapshot")
 
 
 def test_damaged_missing_record_other_cluster(tmp_path):
-    found, _ = snapshot_problems(snapshot(tmp_path, record=True, sha256="0" * 64))
+    found, _info = snapshot_problems(snapshot(tmp_path, record=True, sha256="0" * 64))
     assert [p for p in found if "is damaged: its sha256 is" in p]
     (tmp_path / "etcd-slipway-20261201T000000Z.db.json").unlink()
-    found, _ = snapshot_problems(tmp_path / "etcd-slipway-20261201T000000Z.db")
+    found, _info = snapshot_problems(tmp_path / "etcd-slipway-20261201T000000Z.db")
     assert found[0].endswith(".db.json, the snapshot's record (its sha256 and the cluster it was taken from), is missing: "
                              "without it the snapshot can be checked neither for damage nor for its cluster; restore "
                              "only snapshots etcd_backup.yml took, with the .json beside them")
-    found, _ = snapshot_problems(snapshot(tmp_path / ".." / tmp_path.name, cluster="elsewhere"))
+    found, _info = snapshot_problems(snapshot(tmp_path / ".." / tmp_path.name, cluster="elsewhere"))
     assert [p for p in found if "is a snapshot of cluster 'elsewhere', not of 'slipway'" in p]
-    found, _ = snapshot_problems(tmp_path / "nothing.db")
+    found, _info = snapshot_problems(tmp_path / "nothing.db")
     assert found[0].startswith(f"etcd_snapshot: {tmp_path}/nothing.db does not exist on the controller")
 
 
