@@ -472,6 +472,8 @@ def api_problems(model: Mapping[str, Any], running: Mapping[str, Any], playbook:
                     for name, node in nodes.items()}
         problems.extend(upgrade_plan(model, running, static_pods=kubelets,
                                      worker_batch=settings.get("upgrade_worker_batch", 1))["problems"])
+    if playbook in ("upgrade", "scale", "remove_node"):
+        problems.extend(_identity_problems(model, running, playbook, settings))
     if playbook == "scale":
         problems.extend(_scale_problems(model, running))
     if playbook == "remove_node":
@@ -484,6 +486,52 @@ def api_problems(model: Mapping[str, Any], running: Mapping[str, Any], playbook:
                             "lists them): the cluster would keep their Node objects and etcd members and wait for them; "
                             f"take them out with playbooks/remove_node.yml -e remove_node_names={','.join(in_cluster)}, "
                             "which drains and resets them, or, to reset them anyway, add -e reset_in_cluster_ok=true")
+    return problems
+
+
+_WHAT_ADDRESS_DOES = {
+    "upgrade": "upgrade.yml would drain the Node and upgrade the machine at the inventory's address, another one",
+    "scale": "a machine replaced under an old node's name would not be added (the cluster has the name) and the old "
+             "Node would stay",
+    "remove_node": "remove_node.yml would drain the Node and reset the machine at the inventory's address, another one",
+}
+_WHAT_TO_DO = {
+    "upgrade": "correct ip:/ansible_host to the Node's address, or remove the old node with playbooks/remove_node.yml",
+    "scale": "remove the old node first (playbooks/remove_node.yml -e remove_node_names={name}), then run scale.yml, "
+             "or correct ip:/ansible_host",
+    "remove_node": "correct ip:/ansible_host to the Node's address, or take {name} out of the inventory's groups to "
+                   "remove the Node without touching a machine",
+}
+
+
+def _identity_problems(model: Mapping[str, Any], running: Mapping[str, Any], playbook: str,
+                       settings: Mapping[str, Any]) -> list[str]:
+    """A host the cluster has under its name, but at another address or in another role than the inventory says."""
+    problems = []
+    nodes = running.get("nodes") or {}
+    if playbook == "remove_node":
+        # The model of what stays: the hosts to remove are left out of it, their addresses kept.
+        hosts = {name: {"address": address, "roles": [], "kubernetes": True}
+                 for name, address in (model.get("excluded_addresses") or {}).items()
+                 if name in (settings.get("remove_node_names") or [])}
+    else:
+        hosts = dict(model["nodes"])
+    for name, node in hosts.items():
+        known = nodes.get(name)
+        if known is None or not node.get("kubernetes"):
+            continue
+        if known.get("addresses") and node["address"] not in known["addresses"]:
+            problems.append(f"host {name}: the inventory gives it the address {node['address']}, but the cluster's Node "
+                            f"{name} has {', '.join(known['addresses'])}: {_WHAT_ADDRESS_DOES[playbook]}; "
+                            + _WHAT_TO_DO[playbook].format(name=name))
+        control_plane = "control_plane" in node["roles"]
+        if playbook != "remove_node" and control_plane != bool(known.get("control_plane")):
+            problems.append(
+                f"host {name}: the inventory makes it a {'control plane' if control_plane else 'worker'} "
+                f"({'kube_control_plane' if control_plane else 'kube_node only'}), but the cluster's Node {name} is "
+                f"{'a worker (no node-role.kubernetes.io/control-plane label)' if control_plane else 'a control plane'}: "
+                f"{playbook}.yml would treat it as what it is not; put it in "
+                f"{'kube_node only' if control_plane else 'kube_control_plane (and etcd with stacked etcd)'}, as it runs")
     return problems
 
 
@@ -504,16 +552,6 @@ def _scale_problems(model: Mapping[str, Any], running: Mapping[str, Any]) -> lis
                         f"runs {runs}: {_nodes_named(new)} would join at another version than the cluster's; set "
                         f"slipway_kubernetes_version: {newest} (the cluster's), or upgrade the cluster first "
                         f"(playbooks/upgrade.yml -e slipway_kubernetes_version={version_text(target)}) and then add the nodes")
-    for name, node in model["nodes"].items():
-        known = nodes.get(name)
-        if known is None or not known.get("addresses"):
-            continue
-        if node["address"] not in known["addresses"]:
-            problems.append(f"host {name}: the inventory gives it the address {node['address']}, but the cluster's Node "
-                            f"{name} has {', '.join(known['addresses'])}: a machine replaced under an old node's name "
-                            "would not be added (the cluster has the name) and the old Node would stay; remove the old "
-                            f"node first (playbooks/remove_node.yml -e remove_node_names={name}), then run scale.yml, "
-                            "or correct ip:/ansible_host")
     first = model["first_control_plane"]
     if first in new:
         running_cps = sorted(n for n, node in nodes.items() if node.get("control_plane"))

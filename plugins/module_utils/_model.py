@@ -684,6 +684,8 @@ def build_model(
         "loadbalancers": endpoint["lb_hosts"],
         "nodes": nodes,
         "excluded": excluded,
+        # Their addresses as the inventory gives them: remove_node.yml compares them with the Nodes' before any contact.
+        "excluded_addresses": {host: _node_address(Collector(), host, hostvars.get(host, {})) for host in excluded},
         "warnings": [str(w) for w in col.warnings],
         # kubespray variables of the inventory that do what slipway.cluster does: not read, no harm.
         "kubespray_ignored": accepted,

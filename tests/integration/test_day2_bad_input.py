@@ -215,6 +215,9 @@ class Cluster:
             if self.api.request("get", f"/api/v1/nodes/{name}") is None:
                 self.api.request("post", "/api/v1/nodes", body={"apiVersion": "v1", "kind": "Node",
                                                                 "metadata": {"name": name, "labels": labels}})
+            else:
+                self.api.request("patch", f"/api/v1/nodes/{name}", content_type=MERGE, body={"metadata": {"labels": {
+                    "node-role.kubernetes.io/control-plane": "" if name.startswith("cp") else None}}})
             self.api.request("patch", f"/api/v1/nodes/{name}/status", content_type=MERGE, body={"status": {
                 "addresses": [{"type": "InternalIP", "address": address}, {"type": "Hostname", "address": name}],
                 "conditions": [{"type": "Ready", "status": "True" if ready else "False", "reason": "KubeletReady",
@@ -246,6 +249,9 @@ def test_upgrade_knows_from_the_api_before_any_etcd_read(tmp_path, kube_api, clu
     # inventory, w2 (in the inventory) is not in the cluster.
     cluster.nodes(cp1=RUNNING["cp1"], cp2=("v1.37.2", True, "127.0.0.12"), cp3=RUNNING["cp3"],
                   w1=("v1.35.9", False, "127.0.0.21"), w9=("v1.36.5", True, "127.0.0.29"))
+    # cp3 registered without the control plane's label: the inventory's role is not the one it runs.
+    kube_api.request("patch", "/api/v1/nodes/cp3", content_type=MERGE,
+                     body={"metadata": {"labels": {"node-role.kubernetes.io/control-plane": None}}})
     flat = refused(api_run(tmp_path, kube_api, "upgrade", "-e", "slipway_kubernetes_version=1.37.1"),
                    "w2 is in the inventory but not in the cluster: add them with playbooks/scale.yml first",
                    "the cluster has w9, which the inventory lacks",
@@ -253,7 +259,9 @@ def test_upgrade_knows_from_the_api_before_any_etcd_read(tmp_path, kube_api, clu
                    "1.37.2, newer than the target 1.37.1: upgrade.yml does not downgrade",
                    "the nodes start from different versions (1.35.9 on w1; 1.36.5 on cp1, cp3, w9)",
                    "w1 runs 1.35.9: one minor version at a time, so upgrade to the newest 1.36 release first",
-                   "w1 is not Ready", count=6)
+                   "w1 is not Ready",
+                   "host cp3: the inventory makes it a control plane (kube_control_plane), but the cluster's Node cp3 is "
+                   "a worker", count=7)
     assert "Read etcd's members" not in flat
 
 
@@ -275,14 +283,17 @@ def test_scale_refuses_another_version_and_a_replaced_machine(tmp_path, kube_api
 
 
 def test_remove_node_refuses_from_the_api_before_contact(tmp_path, kube_api, cluster):
-    cluster.nodes(**{**RUNNING, "w2": ("v1.36.5", False, "127.0.0.22")})
-    flat = refused(api_run(tmp_path, kube_api, "remove_node", "-e", "remove_node_names=cp2,cp3,w9"),
+    # w1's Node is at another address than the inventory's: the machine there would be reset.
+    cluster.nodes(**{**RUNNING, "w1": ("v1.36.5", True, "127.0.0.31"), "w2": ("v1.36.5", False, "127.0.0.22")})
+    flat = refused(api_run(tmp_path, kube_api, "remove_node", "-e", "remove_node_names=cp2,cp3,w1,w9"),
                    "remove_node_names: 'w9' is neither a node of the cluster nor a host of the inventory (nodes: cp1, cp2, "
                    "cp3, w1, w2); check the name",
                    "remove_node_names: removes 2 of the 3 control planes (cp2, cp3), and with them their etcd members: "
                    "etcd would keep 1 (cp1), fewer than its quorum of 2 today, and survive no failure",
                    "or set remove_node_etcd_shrink_ok: true if you mean it",
-                   "remove_node_names: node(s) w2 not Ready", count=3)
+                   "remove_node_names: node(s) w2 not Ready",
+                   "host w1: the inventory gives it the address 127.0.0.21, but the cluster's Node w1 has 127.0.0.31: "
+                   "remove_node.yml would drain the Node and reset the machine at the inventory's address", count=4)
     assert "Read etcd's members" not in flat
 
 

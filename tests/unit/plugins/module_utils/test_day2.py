@@ -244,16 +244,38 @@ def test_scale_refuses_another_version_a_replaced_machine_and_a_new_first_contro
     running = running_cluster([node("cp1", control_plane=True), node("cp2", control_plane=True),
                                node("cp3", control_plane=True), node("w1", address="10.0.0.99")])
     found = api_problems(model(), running, "scale", {})
-    assert found[0].startswith("slipway_kubernetes_version is 1.37.1, the version new nodes join at, but the cluster "
+    assert found[1].startswith("slipway_kubernetes_version is 1.37.1, the version new nodes join at, but the cluster "
                                "runs cp1, cp2, cp3, w1 at 1.36.5: w2 would join at another version than the cluster's; "
                                "set slipway_kubernetes_version: 1.36.5"), found
     assert ("host w1: the inventory gives it the address 10.0.0.21, but the cluster's Node w1 has 10.0.0.99: a machine "
-            "replaced under an old node's name") in found[1]
+            "replaced under an old node's name") in found[0], found
     assert api_problems(model(slipway_kubernetes_version="1.36.5"), running_cluster(CLUSTER), "scale", {}) == []
     running = running_cluster([node("cp2", control_plane=True), node("cp3", control_plane=True)])
     found = api_problems(model(slipway_kubernetes_version="1.36.5"), running, "scale", {})
     assert found == ["cp1, the first host of kube_control_plane, is not a node of the cluster (cp2, cp3): new hosts "
                      "join through the first control plane, so list a running one first"]
+
+
+def test_a_node_the_cluster_knows_at_another_address_or_in_another_role():
+    running = running_cluster([node("cp1", control_plane=True), node("cp2"), node("cp3", control_plane=True),
+                               node("w1", control_plane=True), node("w2", address="10.0.0.98")])
+    found = api_problems(model(), running, "upgrade", {})
+    assert ("host cp2: the inventory makes it a control plane (kube_control_plane), but the cluster's Node cp2 is a "
+            "worker (no node-role.kubernetes.io/control-plane label): upgrade.yml would treat it as what it is not; put "
+            "it in kube_node only, as it runs") in found, found
+    assert ("host w1: the inventory makes it a worker (kube_node only), but the cluster's Node w1 is a control plane: "
+            "upgrade.yml would treat it as what it is not; put it in kube_control_plane (and etcd with stacked etcd), as "
+            "it runs") in found
+    assert [p for p in found if p.startswith("host w2: the inventory gives it the address 10.0.0.22, but the cluster's "
+                                             "Node w2 has 10.0.0.98: upgrade.yml would drain the Node and upgrade the "
+                                             "machine at the inventory's address, another one")]
+    removal = build_model(GROUPS, HOSTVARS, {}, exclude=["w2"])
+    assert removal["excluded_addresses"] == {"w2": "10.0.0.22"}
+    found = api_problems(removal, running, "remove_node", {"remove_node_names": ["w2"]})
+    assert found == ["host w2: the inventory gives it the address 10.0.0.22, but the cluster's Node w2 has 10.0.0.98: "
+                     "remove_node.yml would drain the Node and reset the machine at the inventory's address, another "
+                     "one; correct ip:/ansible_host to the Node's address, or take w2 out of the inventory's groups to "
+                     "remove the Node without touching a machine"]
 
 
 def test_remove_node_refuses_before_contact():
