@@ -7,12 +7,14 @@ addresses, ssh to a closed port so a connection would fail at once), prints the 
 - model: the cluster model of a valid inventory (the day-2 playbooks' first step, the preflight
   role's `model` entry point, as scale.yml and remove_node.yml use it);
 - problems: site.yml on the same inventory with three mistakes (a misspelt setting, a wrong type, a
-  kubespray setting that differs), until it stops with its list of problems, before any connection.
+  kubespray setting that differs), until it stops with its list of problems, before any connection;
+- then each day-2 playbook of playbooks/ on the same inventory with the same mistakes, until it stops with its
+  list, before any connection (second table).
 
 Both are whole ansible-playbook runs (start-up and inventory parsing included). Figures for
 docs/performance.md; `make bench-preflight` runs it.
 
-    tools/bench_preflight.py [--sizes 10,100,1000] [--keep DIR]
+    tools/bench_preflight.py [--sizes 10,100,1000] [--keep DIR] [--playbooks upgrade,scale,...|none]
 """
 from __future__ import annotations
 
@@ -37,7 +39,14 @@ MODEL_PLAYBOOK = """\
       ansible.builtin.import_role:
         name: slipway.cluster.preflight
         tasks_from: model
+        rolespec_validate: false
 """
+# The day-2 playbooks timed on the inventory with mistakes (playbooks/NAME.yml), each with the input it needs.
+DAY2 = {
+    "upgrade": [], "scale": [], "remove_node": ["-e", "remove_node_names=w1"], "reset": ["-e", "reset_confirm=yes"],
+    "certs": [], "etcd_backup": [], "etcd_restore": ["-e", "etcd_snapshot=/nonexistent/etcd.db"],
+    "recover_control_plane": [], "rotate_encryption_key": [],
+}
 
 
 def inventory(size: int, mistakes: bool) -> str:
@@ -80,6 +89,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--sizes", default="10,100,1000")
     parser.add_argument("--keep", help="write the inventories and logs to this directory")
+    parser.add_argument("--playbooks", default=",".join(DAY2), help="the day-2 playbooks to time, or none")
     args = parser.parse_args()
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-preflight-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -102,6 +112,23 @@ def main() -> int:
         failed |= not (ok_model and ok_problems)
         print(f"| {size} | {model_time}{'' if ok_model else ' (FAILED)'} "
               f"| {problems_time}{'' if ok_problems else ' (unexpected result)'} |", flush=True)
+    day2 = [name for name in args.playbooks.split(",") if name and name != "none"]
+    if day2:
+        sizes = [int(text) for text in args.sizes.split(",")]
+        print()
+        print("| playbook | " + " | ".join(f"{size} hosts" for size in sizes) + " |")
+        print("|---|" + "---:|" * len(sizes))
+        for name in day2:
+            cells = []
+            for size in sizes:
+                took, result = timed([str(BIN / "ansible-playbook"), "-i", str(work / f"bad-{size}.yml"),
+                                      str(ROOT / "playbooks" / f"{name}.yml"), *DAY2[name]])
+                (work / f"{name}-{size}.log").write_text(result.stdout + result.stderr)
+                output = result.stdout + result.stderr
+                ok = result.returncode != 0 and "problem(s); nothing was changed" in output and "UNREACHABLE" not in output
+                failed |= not ok
+                cells.append(f"{took}{'' if ok else ' (unexpected result)'}")
+            print(f"| {name}.yml | " + " | ".join(cells) + " |", flush=True)
     if failed:
         print(f"Some run did not end as expected; logs in {work}", file=sys.stderr)
     return 1 if failed else 0

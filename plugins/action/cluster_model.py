@@ -4,23 +4,40 @@
 
 from __future__ import annotations
 
+import glob
 import os
+import subprocess
 from typing import Any
 
 import yaml
 
 from ansible.errors import AnsibleError
+from ansible.utils.vars import load_extra_vars
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import ConnectionError as UrlConnectionError
 from ansible.module_utils.urls import open_url
 from ansible.plugins.action import ActionBase
 from ansible.vars.hostvars import HostVarsVars
 
+from ansible_collections.slipway.cluster.plugins.module_utils._day2 import (
+    PLAYBOOK_SETTINGS,
+    PLAYBOOKS,
+    PREFIXES,
+    Run,
+    check_playbook,
+    check_snapshot_file,
+)
 from ansible_collections.slipway.cluster.plugins.module_utils._file_checksums import ChecksumCache, default_cache_path
 from ansible_collections.slipway.cluster.plugins.module_utils._kubespray import KUBESPRAY
 from ansible_collections.slipway.cluster.plugins.module_utils._model import build_model, check_settings
-from ansible_collections.slipway.cluster.plugins.module_utils._problems import ModelError, Problem, format_problems
-from ansible_collections.slipway.cluster.plugins.module_utils._settings import OWN_PREFIXES, OWN_VARIABLES, ROLE_VARIABLE_NAMES
+from ansible_collections.slipway.cluster.plugins.module_utils._problems import Collector, ModelError, Problem, format_problems
+from ansible_collections.slipway.cluster.plugins.module_utils._settings import (
+    OWN_PREFIXES,
+    OWN_VARIABLES,
+    ROLE_VARIABLE_NAMES,
+    ROLES_DIR,
+    role_defaults_of,
+)
 from ansible_collections.slipway.cluster.plugins.module_utils._paths import controller_path
 
 ARGUMENT_SPEC = {
@@ -28,7 +45,41 @@ ARGUMENT_SPEC = {
     "exclude": {"type": "list", "elements": "str", "default": []},
     "as_fact": {"type": "bool", "default": True},
     "scope": {"type": "str", "default": "cluster", "choices": ["cluster", "settings"]},
+    "playbook": {"type": "str", "default": "site", "choices": list(PLAYBOOKS)},
 }
+
+
+def _role_variable_names(roles_dir: str = ROLES_DIR) -> frozenset:
+    """Every variable a role of the collection sets or takes (defaults, vars, argument specs): known names, so only a
+    name no role knows can be a misspelt setting of a playbook. Read once per process."""
+    if roles_dir not in _KNOWN:
+        names: set[str] = set()
+        for path in glob.glob(os.path.join(roles_dir, "*", "defaults", "main.yml")) + \
+                glob.glob(os.path.join(roles_dir, "*", "vars", "main.yml")):
+            with open(path, encoding="utf-8") as handle:
+                names.update((yaml.safe_load(handle) or {}).keys())
+        for path in glob.glob(os.path.join(roles_dir, "*", "meta", "argument_specs.yml")):
+            with open(path, encoding="utf-8") as handle:
+                for entry in ((yaml.safe_load(handle) or {}).get("argument_specs") or {}).values():
+                    names.update((entry or {}).get("options") or {})
+        _KNOWN[roles_dir] = frozenset(names)
+    return _KNOWN[roles_dir]
+
+
+_KNOWN: dict[str, frozenset] = {}
+
+
+def _etcdutl_status(etcdutl):
+    """etcdutl snapshot status on the controller, as (it read the snapshot, what it said)."""
+    def status(path):
+        try:
+            done = subprocess.run([etcdutl, "snapshot", "status", path, "--write-out=json"], capture_output=True,
+                                  text=True, timeout=120, check=False)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            return False, str(err)
+        said = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+        return done.returncode == 0, (said[-1] if said else f"exit {done.returncode}")[:300]
+    return status
 
 
 class LocalBundle:
@@ -103,9 +154,12 @@ class ActionModule(ActionBase):
             return value
 
     @staticmethod
-    def _failed(result, problems, title="The inventory has"):
+    def _failed(result, problems, title="The inventory has", warnings=()):
         result["failed"] = True
         result["msg"] = format_problems(problems, f"{title} {len(problems)} problem(s); nothing was changed on any host:")
+        if warnings:
+            # What a run that got past the problems would warn of, said now: the fix of one may be the other's.
+            result["msg"] += "\n" + format_problems(list(warnings), f"and {len(warnings)} warning(s), which do not stop a run:")
         return result
 
     @staticmethod
@@ -126,6 +180,38 @@ class ActionModule(ActionBase):
                                       f"host(s) {ranked[0][0]}; set it once, in group_vars/all or with -e, not in "
                                       "host_vars or the group_vars of another group"))
         return found
+
+    def _day2(self, col, playbook, task_vars, model):
+        """The day-2 playbook's own settings, the run (-e, --limit) and the files it names on the controller."""
+        try:
+            given = load_extra_vars(self._loader)
+        except AnsibleError:
+            given = {}
+        schema = PLAYBOOK_SETTINGS.get(playbook, {})
+        prefixes = PREFIXES.get(playbook, ())
+        values = {}
+        for key in task_vars:
+            if key in schema or (prefixes and key.startswith(prefixes)) or key in given:
+                values[key] = self._value(task_vars[key])
+        known = _role_variable_names() | frozenset(name for names in PLAYBOOK_SETTINGS.values() for name in names)
+        run = Run(playbook=playbook, values=values, known=known, given=[key for key in given if key != "_raw_params"],
+                  raw_params=given.get("_raw_params"), limit=str(task_vars.get("ansible_limit") or ""),
+                  play_hosts=list(task_vars.get("ansible_play_hosts_all") or []),
+                  role_defaults=role_defaults_of({setting.role for setting in schema.values() if setting.role}),
+                  groups=task_vars.get("groups") or {})
+        checked = check_playbook(col, run, model)
+        snapshot = checked.get("etcd_snapshot")
+        if snapshot:
+            path = controller_path(snapshot)
+            cluster = model["name"] if model else str(self._value(task_vars.get("slipway_cluster_name", "slipway")))
+            etcd_mode = model["etcd_mode"] if model else str(self._value(task_vars.get("slipway_etcd_mode", "stacked")))
+            etcdutl = None
+            if model and model.get("artifacts_source") == "bundle":
+                candidate = os.path.join(str(model["artifacts"].get("bundle_dir") or ""), "bin", "etcdutl")
+                etcdutl = _etcdutl_status(candidate) if os.access(candidate, os.X_OK) else None
+            found = check_snapshot_file(col, "etcd_snapshot", path, cluster, etcd_mode, etcdutl)
+            checked["etcd_snapshot_file"] = {key: found[key] for key in ("path", "exists", "sha256", "metadata")}
+        return checked
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -148,7 +234,7 @@ class ActionModule(ActionBase):
             try:
                 warnings = check_settings(settings, bundle=bundle)
             except ModelError as err:
-                return self._failed(result, err.problems, "The settings have")
+                return self._failed(result, err.problems, "The settings have", err.warnings)
             finally:
                 bundle.save()
             for warning in warnings:
@@ -177,15 +263,24 @@ class ActionModule(ActionBase):
             if unset:
                 by_value["(not set)"] = unset
         per_host = self._cluster_wide_differences(values)
+        model, failure = None, None
         try:
             model = build_model(groups, host_settings, settings, bundle=bundle,
                                 exclude=validation.validated_parameters["exclude"], check_k8s_cluster=True)
         except ModelError as err:
-            return self._failed(result, per_host + err.problems)
+            failure = err
         finally:
             bundle.save()
-        if per_host:
-            return self._failed(result, per_host)
+        day2 = Collector()
+        playbook = validation.validated_parameters["playbook"]
+        if playbook != "site":
+            model_settings = self._day2(day2, playbook, task_vars, model)
+            if model is not None:
+                model["playbook"] = {"name": playbook, "settings": model_settings}
+        problems = per_host + (failure.problems if failure else []) + day2.problems
+        if problems or model is None:
+            return self._failed(result, problems, "The inventory has" if playbook == "site" else "The run has",
+                                warnings=(failure.warnings if failure else []) + day2.warnings)
         result["changed"] = False
         if validation.validated_parameters["as_fact"]:
             result["ansible_facts"] = {"slipway_cluster": model}
@@ -195,6 +290,6 @@ class ActionModule(ActionBase):
             self._display.display(
                 "kubespray settings not read, as slipway.cluster does the same already: " + ", ".join(model["kubespray_ignored"]),
                 color=None)
-        for warning in model["warnings"]:
+        for warning in model["warnings"] + [str(warning) for warning in day2.warnings]:
             self._display.warning(warning)
         return result

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from ansible_collections.slipway.cluster.plugins.module_utils._day2 import api_problems
 from ansible_collections.slipway.cluster.plugins.module_utils._lifecycle import (
     removal_plan,
     running_cluster,
@@ -19,4 +20,5 @@ class FilterModule:
             "running_cluster": running_cluster,
             "scale_plan": scale_plan,
             "removal_plan": removal_plan,
+            "day2_api_problems": api_problems,
         }

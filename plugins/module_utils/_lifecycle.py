@@ -57,6 +57,9 @@ def running_cluster(
             # What the kubelet reports of its container runtime: containerd://1.6.20, containerd://2.3.7
             "runtime": str(((node.get("status") or {}).get("nodeInfo") or {}).get("containerRuntimeVersion", "")),
             "control_plane": "node-role.kubernetes.io/control-plane" in labels,
+            # The addresses the kubelet registered (--node-ip): a machine replaced under the name has others.
+            "addresses": [str(entry.get("address")) for entry in (node.get("status") or {}).get("addresses") or []
+                          if entry.get("type") == "InternalIP" and entry.get("address")],
         }
     if members is not None:
         healthy_urls = {str(entry.get("endpoint", "")) for entry in health or [] if entry.get("health")}

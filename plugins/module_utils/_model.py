@@ -198,7 +198,7 @@ def _check_addresses(col: Collector, addresses: dict[str, str]) -> None:
 
 
 def _check_etcd(col: Collector, mode: str, control_planes: list[str], etcd_group: list[str],
-                even_ok: bool = False) -> list[str]:
+                even_ok: bool = False, workers: list[str] | None = None) -> list[str]:
     if mode == "stacked":
         members = control_planes
         if etcd_group and set(etcd_group) != set(control_planes):
@@ -212,6 +212,15 @@ def _check_etcd(col: Collector, mode: str, control_planes: list[str], etcd_group
         members = etcd_group
         if not members:
             col.error("group etcd", "slipway_etcd_mode is external but the etcd group has no host; add 1, 3 or 5 hosts")
+        # A worker runs the cluster's pods: beside them etcd competes for disk and CPU (slow writes, lost leaders,
+        # an API that stalls), and a drain or a node's trouble takes a member with it.
+        busy = [host for host in members if host in (workers or []) and host not in control_planes]
+        if busy:
+            col.warn("group etcd", f"{', '.join(busy)} {'is' if len(busy) == 1 else 'are'} also in kube_node: "
+                     f"{'its' if len(busy) == 1 else 'their'} etcd member runs beside the cluster's workloads, which "
+                     "compete with it for disk and CPU (slow writes, leader elections, a stalling API) and whose "
+                     "drains and failures take the member with them; give etcd hosts of its own (or the control "
+                     "planes), or take them out of kube_node")
     # An even count tolerates no more failures than one member less, and a split into halves leaves neither
     # side a quorum. A replacement passes through one (add the new member, then remove the old): the user says
     # so with slipway_etcd_even_members_ok, and the model of a removal (``even_ok``) only warns.
@@ -537,6 +546,9 @@ def build_model(
     plays on it would otherwise run on a subset (site.yml completes it before; other playbooks do not).
     """
     col = Collector()
+    # The hosts left out that the inventory lists: a removal's rerun asks of them still (remove_node.yml).
+    excluded = [host for host in dict.fromkeys(exclude)
+                if any(host in (members or []) for name, members in groups.items() if name in _CLUSTER_GROUPS)]
     if exclude:
         groups = {name: [host for host in (members or []) if host not in exclude] for name, members in groups.items()}
     _check_setting_names(col, settings)
@@ -602,7 +614,7 @@ def build_model(
 
     even_ok = _bool(col, "slipway_etcd_even_members_ok", settings["slipway_etcd_even_members_ok"])
     etcd_members = _check_etcd(col, etcd_mode or "stacked", control_planes, etcd_group,
-                               even_ok=even_ok or bool(exclude)) if etcd_mode else []
+                               even_ok=even_ok or bool(exclude), workers=workers) if etcd_mode else []
 
     artifacts = _artifacts(col, settings, source, version, bundle)
     _check_optional_images(col, artifacts, source, kubesphere, operator)
@@ -671,6 +683,9 @@ def build_model(
         "etcd_client_urls": [f"https://{nodes[member]['url_host']}:2379" for member in etcd_members],
         "loadbalancers": endpoint["lb_hosts"],
         "nodes": nodes,
+        "excluded": excluded,
+        # Their addresses as the inventory gives them: remove_node.yml compares them with the Nodes' before any contact.
+        "excluded_addresses": {host: _node_address(Collector(), host, hostvars.get(host, {})) for host in excluded},
         "warnings": [str(w) for w in col.warnings],
         # kubespray variables of the inventory that do what slipway.cluster does: not read, no harm.
         "kubespray_ignored": accepted,

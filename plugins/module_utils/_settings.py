@@ -122,6 +122,20 @@ def role_defaults(roles_dir: str = ROLES_DIR) -> dict[str, Any]:
 _ROLE_DEFAULTS: dict[str, dict[str, Any]] = {}
 
 
+def role_defaults_of(roles: set[str] | frozenset[str], roles_dir: str = ROLES_DIR) -> dict[str, Any]:
+    """Every default of the named roles, as their defaults/main.yml set them (the day-2 playbooks' role settings)."""
+    found: dict[str, Any] = {}
+    for role in sorted(roles):
+        key = os.path.join(roles_dir, role)
+        if key not in _ROLE_DEFAULTS:
+            if not HAS_YAML:
+                raise RuntimeError("reading the roles' defaults needs PyYAML (ansible-core's own requirement)")
+            with open(os.path.join(key, "defaults", "main.yml"), encoding="utf-8") as handle:
+                _ROLE_DEFAULTS[key] = yaml.safe_load(handle) or {}
+        found.update(_ROLE_DEFAULTS[key])
+    return copy.deepcopy(found)
+
+
 HARDENING = ("cis", "none")
 ENCRYPTION_PROVIDERS = ("aescbc", "secretbox")
 KUBE_PROXY_MODES = ("iptables", "nftables", "ipvs")

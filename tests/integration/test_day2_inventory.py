@@ -53,8 +53,6 @@ def test_scale_on_a_kubespray_inventory_without_k8s_cluster_gets_past_the_model(
     assert "problem(s)" not in output
     # It stops at the next check, the admin kubeconfig that site.yml would have put next to the inventory.
     assert f"{tmp_path}/artifacts/admin.conf is not there" in output
-    recap = output.split("PLAY RECAP")[-1]
-    assert "node5 " in recap
 
 
 def test_operator_against_a_kubeconfig_needs_no_inventory_but_checks_its_settings(tmp_path, tool):

@@ -1,10 +1,11 @@
-"""etcd_restore.yml refuses a missing, unrecorded, damaged or another cluster's snapshot on the controller,
-before any host is contacted (the lifecycle scenario checks the refusals on a real cluster)."""
+"""etcd_restore.yml refuses a missing, unrecorded, damaged or another cluster's snapshot on the controller, in the
+model's list, before any host is contacted (the lifecycle scenario checks the refusals on a real cluster)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import struct
 import textwrap
 
 import pytest
@@ -29,10 +30,18 @@ INVENTORY = textwrap.dedent("""\
     """)
 
 
+def bolt_page(size: int = 4096) -> bytes:
+    """The first page of an etcd database (bbolt): a meta page with bbolt's magic and version 2."""
+    page = bytearray(size)
+    struct.pack_into("<QHHI", page, 0, 0, 0x04, 0, 0)
+    struct.pack_into("<II", page, 16, 0xED0CDAED, 2)
+    return bytes(page)
+
+
 def _snapshot(tmp_path, record=True, damage=False, cluster="repairlab"):
     snapshot = tmp_path / "backups" / f"etcd-{cluster}-20261125T101500Z.db"
     snapshot.parent.mkdir()
-    content = b"etcd snapshot " * 4096
+    content = bolt_page() + b"etcd snapshot " * 4096
     snapshot.write_bytes(content)
     if record:
         (tmp_path / "backups" / (snapshot.name + ".json")).write_text(json.dumps({
@@ -60,7 +69,7 @@ def test_a_bad_snapshot_is_refused_before_any_host_is_contacted(tmp_path, tool, 
     result = run([tool("ansible-playbook"), "-i", str(inventory), str(ROOT / "playbooks/etcd_restore.yml"), "-e", f"etcd_snapshot={snapshot}"])
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
-    assert "Not restored: 1 problem(s); nothing was changed on any host" in output, output
+    assert "The run has 1 problem(s); nothing was changed on any host" in output, output
     assert message in output, output
     assert "UNREACHABLE" not in output
 

@@ -54,7 +54,7 @@ CLUSTER = [node("cp1", control_plane=True), node("cp2", control_plane=True), nod
 def test_running_cluster_reads_ready_version_roles_and_member_health():
     state = running(CLUSTER[:2] + [node("w1", ready=False, unschedulable=True)], ("cp1", "cp2"), down=("cp2",))
     assert state["nodes"]["cp1"] == {"name": "cp1", "ready": True, "unschedulable": False, "version": "v1.37.1",
-                                     "runtime": "", "control_plane": True}
+                                     "runtime": "", "control_plane": True, "addresses": []}
     assert state["nodes"]["w1"]["ready"] is False and state["nodes"]["w1"]["unschedulable"] is True
     assert [(m["name"], m["healthy"], m["started"]) for m in state["etcd"]["members"]] == [
         ("cp1", True, True), ("cp2", False, True)]

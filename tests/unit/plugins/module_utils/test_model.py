@@ -148,6 +148,24 @@ def test_external_etcd_members_are_in_the_model():
     assert model["nodes"]["lb1"]["kubernetes"] is False
 
 
+def test_external_etcd_on_workers_warns_naming_them():
+    groups = {**GOOD_GROUPS, "etcd": ["w1", "w2", "lb1"]}
+    warnings = build(groups, slipway_etcd_mode="external")["warnings"]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith("group etcd: w1, w2 are also in kube_node: their etcd member runs beside the "
+                                  "cluster's workloads")
+    # On the control planes (etcd's usual place) or hosts of its own: no warning.
+    assert build(groups={**GOOD_GROUPS, "etcd": ["cp1", "cp2", "lb1"]}, slipway_etcd_mode="external")["warnings"] == []
+
+
+def test_external_etcd_on_two_workers_is_refused_and_the_warning_said_with_it():
+    groups = {**GOOD_GROUPS, "etcd": ["w1", "w2"]}
+    with pytest.raises(ModelError) as err:
+        build(groups, slipway_etcd_mode="external")
+    assert [str(p) for p in err.value.problems][0].startswith("group etcd: etcd has 2 members")
+    assert str(err.value.warnings[0]).startswith("group etcd: w1, w2 are also in kube_node")
+
+
 def test_duplicate_addresses():
     hostvars = copy.deepcopy(GOOD_HOSTVARS)
     hostvars["w2"]["ansible_host"] = "10.0.0.21"
