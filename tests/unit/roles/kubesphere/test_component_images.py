@@ -50,7 +50,7 @@ for _path in ("defaults/main.yml", "vars/main.yml"):
 COMPONENTS = sorted(name for name, entry in ROLE_VARIABLES["_kubesphere_components"].items() if "objects_from" not in entry)
 
 
-def render(component: str, what: str, nodes=(), bundle=None, spec=None):
+def render(component: str, what: str, nodes=(), bundle=None, spec=None, state="present"):
     variables = dict(ROLE_VARIABLES)
     variables.update({
         "kubesphere_plan": {"spec": spec or SPECS.get(component, {}),
@@ -60,7 +60,8 @@ def render(component: str, what: str, nodes=(), bundle=None, spec=None):
         # As the check task gives it: core's JWT secret is chosen after the check.
         "_kubesphere_jwt_secret": "",
         "_kubesphere_entry": {"name": component},
-        "_kubesphere_state": "present",
+        "_kubesphere_state": state,
+        "__kubesphere_crds": {"resources": []},
         "kubesphere_bundle_images": bundle or {},
         "ansible_search_path": [ROLE],
     })
@@ -136,3 +137,13 @@ def test_images_no_bundle_builds_say_how_else_the_nodes_get_them():
     assert "Built by no slipway bundle: kubesphere/kube-events-exporter:v0.6.0 (on no node); import them on every node" in reason
     assert "kubesphere_image_pull_policy: IfNotPresent" in reason
     assert "make bundle" not in reason and "In the bundle" not in reason
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_every_component_can_be_removed(component):
+    """What "Delete the component's objects" deletes: its objects but those of kinds the cluster does not serve (a
+    component without CRDs of its own has none such; the log store moved to OpenSearch removes common.es)."""
+    deleted = render(component, "_kubesphere_docs | reverse | rejectattr('kind', 'in', _kubesphere_unserved_kinds) | list",
+                     state="absent")
+    crds = ROLE_VARIABLES["_kubesphere_components"][component].get("crds", [])
+    assert deleted or crds, "a component without CRDs of its own deletes its objects"
