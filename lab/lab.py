@@ -499,12 +499,15 @@ def wait_for_ssh(ip: str, timeout: float = SSH_TIMEOUT) -> None:
 # ---------------------------------------------------------------------------- inventory
 
 
-# With slipway_kubesphere_enabled: what the lab can run of KubeSphere. Nothing can be pulled, the bundle has the
-# images of metrics-server, monitoring and alerting only (the others' pods stay ErrImageNeverPull: objects only,
-# docs/kubesphere.md), so only those are waited for; and there is no storage provisioner, so Prometheus keeps its
-# data in an emptyDir. --vars given for the same keys win.
+# Every lab cluster: nothing can be pulled, so KubeSphere's pods never try (whenever its components are installed:
+# site.yml, playbooks/kubesphere.yml or slipway-operator on a cluster made without them), and a component the nodes
+# lack the images of is refused with what gives them, not left to time out (docs/kubesphere.md).
+LAB_PULL_VARS: dict[str, Any] = {"kubesphere_image_pull_policy": "Never"}
+# With slipway_kubesphere_enabled: what the lab can run of KubeSphere. The bundle has the images of metrics-server,
+# core, monitoring and alerting only (the others' pods stay ErrImageNeverPull: objects only, docs/kubesphere.md), so
+# only those are waited for; and there is no storage provisioner, so Prometheus keeps its data in an emptyDir. --vars
+# given for the same keys win.
 LAB_KUBESPHERE_VARS: dict[str, Any] = {
-    "kubesphere_image_pull_policy": "Never",
     "kubesphere_wait": ["metrics_server", "monitoring", "alerting", "core"],
     "kubesphere_cluster_configuration": {"spec": {"monitoring": {"prometheus": {"volumeSize": ""}}}},
 }
@@ -535,6 +538,7 @@ def render_inventory(cluster: Cluster, key: Path, extra_vars: dict[str, Any]) ->
         "slipway_lab_subnet": cluster.subnet,
         "slipway_lab_vip": cluster.vip,
         "control_plane_kubelet_configuration": LAB_KUBELET_CONFIGURATION,
+        **LAB_PULL_VARS,
     }
     if extra_vars.get("slipway_kubesphere_enabled") is True:
         lab_vars.update(LAB_KUBESPHERE_VARS)
