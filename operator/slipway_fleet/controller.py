@@ -548,7 +548,7 @@ class Controller:  # pylint: disable=too-many-instance-attributes
             op_name = op["metadata"]["name"]
         variables = fleet.operation_vars(op_type, hosts, run_spec, meta["name"])
         if op_type == "etcd-backup":
-            variables["etcd_backup_dir"] = jobs.BACKUP_DIR
+            variables["etcd_backup_dir"] = jobs.BACKUP_SNAPSHOTS
         self._create(self.core.create_namespaced_config_map, namespace, jobs.input_config_map(
             op, obj, run_spec, variables, host_keys=tenancy.known_host_keys(run_spec, status),
             endpoint=status.get("endpoint") or ""))

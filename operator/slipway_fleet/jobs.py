@@ -33,8 +33,11 @@ EXIT_PLAYBOOK_FAILED = 3
 INPUT_DIR, SSH_DIR, KUBECONFIG_DIR, WORK_DIR = "/slipway/input", "/slipway/ssh", "/slipway/kubeconfig", "/slipway/work"
 # The values of spec.secretVariablesFrom, a file per variable (read by the runner, never in the ConfigMap).
 SECRET_VARIABLES_DIR = "/slipway/secret-variables"
-# Where an etcd-backup operation's Job mounts its cluster's directory of the backup volume (etcd_backup_dir).
+# Where an etcd-backup operation's Job mounts its cluster's directory of the backup volume, and the directory of
+# its own it keeps the snapshots in there (etcd_backup_dir): the mounted directory is made by the kubelet, as root
+# with the volume's group (a restricted pod can write into it but not change its mode, which the etcd role sets).
 BACKUP_DIR = "/slipway/backups"
+BACKUP_SNAPSHOTS = BACKUP_DIR + "/snapshots"
 SSH_KEY_FILE = "id_ssh"
 KUBECONFIG_KEY = "value"  # Cluster API's key in <cluster>-kubeconfig
 ACTIVE_PHASES = ("Pending", "Running")

@@ -603,7 +603,7 @@ class TestController:
         assert yaml.safe_load(inputs["inventory.yml"])["all"]["hosts"]["cp1"]["ansible_host"] == "192.0.2.31"
         # The snapshots go to the backup volume (--backup-claim), beyond the pod's life: the Job mounts its cluster's
         # directory of it only.
-        assert json.loads(inputs["vars.json"])["etcd_backup_dir"] == "/slipway/backups"
+        assert json.loads(inputs["vars.json"])["etcd_backup_dir"] == "/slipway/backups/snapshots"
         pod = job["spec"]["template"]["spec"]
         assert {"name": "backups", "persistentVolumeClaim": {"claimName": "fleet-backups"}} in pod["volumes"]
         assert {"name": "backups", "mountPath": "/slipway/backups", "subPath": "beta"} in pod["containers"][0]["volumeMounts"]
