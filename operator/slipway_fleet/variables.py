@@ -72,7 +72,8 @@ ACCEPTED = frozenset("""
     node_cri_socket node_ignore_preflight_errors node_join_token_ttl node_kubeadm_bin node_kubeadm_config_dir
     node_kubelet_bin node_kubelet_extra_args node_serving_certificate_timeout
 
-    preflight_allow_unsupported_os preflight_check_ports preflight_check_time_sync preflight_etcdctl_bin
+    preflight_allow_unsupported_os preflight_check_ports preflight_check_time_sync preflight_connect_timeout
+    preflight_etcdctl_bin
     preflight_kernel_modules preflight_min_cpus_control_plane preflight_min_cpus_worker
     preflight_min_memory_mb_control_plane preflight_min_memory_mb_worker
 
@@ -189,6 +190,8 @@ REFUSED: dict[str, str] = {
     "certs_action": f"{_OPERATION}: a SlipwayOperation of type renew-certs renews the certificates",
     **_each("artifacts_only control_plane_join_new_only control_plane_static_pods control_plane_static_pods_state "
             "etcd_renew_stamp preflight_read_etcd", _ENTRY_INPUT),
+    **_each("preflight_api_required preflight_playbook preflight_reachable_hosts preflight_reachable_why",
+            "is set by the playbook that runs the preflight; the fleet runs each playbook as it is written"),
     "preflight_inventory_required": "is set by the playbooks that also run without an inventory; a SlipwayCluster's "
                                     "runs always have one",
     **_each("artifacts_operator_image artifacts_operator_kubesphere_images",

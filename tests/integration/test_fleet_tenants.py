@@ -461,8 +461,8 @@ class TestTenants:  # pylint: disable=too-many-public-methods
         op = waited(fleet, lambda: (ops(kube_api, TENANT_NS, "secrets") or [None])[0], "the create")["metadata"]["name"]
         job = waited(fleet, lambda: kube_api.request("get", f"/apis/batch/v1/namespaces/{TENANT_NS}/jobs/{op}"), "its Job")
         inputs = kube_api.request("get", f"/api/v1/namespaces/{TENANT_NS}/configmaps/{op}")["data"]
-        assert json.loads(inputs["op.json"])["secretVariables"] == {"containerd_registry_auths": "yaml",
-                                                                     "loadbalancer_keepalived_auth_pass": "text"}
+        assert json.loads(inputs["op.json"])["secretVariables"] == {
+            "containerd_registry_auths": "yaml", "loadbalancer_keepalived_auth_pass": "text"}
         volume = next(v for v in job["spec"]["template"]["spec"]["volumes"] if v["name"] == "secret-variables")
         assert volume["projected"]["sources"][0]["secret"]["name"] == "vip-secrets"
         everything = json.dumps([inputs, job, get(kube_api, TENANT_NS, "secrets"), kube_api.request("get", operations(TENANT_NS)),
