@@ -47,9 +47,10 @@ class ActionModule(ActionBase):
             if isinstance(registered, dict) and not registered.get("failed") and "node_facts" in registered:
                 facts[host] = registered["node_facts"]
             elif isinstance(registered, dict):
-                # Unreachable (ignore_unreachable) or failed (failed_when: false): Ansible's own reason.
+                # Unreachable (ignore_unreachable, or the node_facts action's slipway_unreachable) or failed
+                # (failed_when: false): Ansible's own reason.
                 reasons[host] = unanswered(host, registered.get("msg") or registered.get("module_stderr"),
-                                           bool(registered.get("unreachable")))
+                                           bool(registered.get("unreachable") or registered.get("slipway_unreachable")))
         problems, warnings = check_hosts(in_scope, facts, args["options"], reasons)
         result["warnings_found"] = [str(w) for w in warnings]
         for warning in warnings:

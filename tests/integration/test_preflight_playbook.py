@@ -130,6 +130,8 @@ def test_an_unreachable_host_is_reported_with_the_problems_of_the_hosts_that_ans
     assert "The hosts have" in output and "nothing was changed on any host" in output, output
     assert "host cp1: is unreachable: Failed to connect to the host via ssh" in output, output
     assert "port 1: Connection refused" in output
+    # The run stops: nothing says it ignored the host that did not answer.
+    assert "UNREACHABLE" not in output and "...ignoring" not in output, output
     assert "host w1: ip 192.0.2.50 is not an address of this host" in output, output
     assert "Prepare the operating system" not in output
 
