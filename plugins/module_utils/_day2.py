@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ansible_collections.slipway.cluster.plugins.module_utils._problems import Collector
 from ansible_collections.slipway.cluster.plugins.module_utils._upgrade import parse_version, upgrade_plan
+from ansible_collections.slipway.cluster.plugins.module_utils._values import boolean
 
 
 @dataclass(frozen=True)
@@ -145,8 +146,6 @@ _KEY_NAME = re.compile(r"^[A-Za-z0-9._-]{1,63}$")
 _BUDGET = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _NODE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._/@%+=,:-]*$")
-_TRUE = ("yes", "on", "true", "1", "y", "t")
-_FALSE = ("no", "off", "false", "0", "n", "f")
 # bbolt's meta page (etcd's database, which a snapshot is): page id (8 bytes), flags (2: 0x04 is a meta page), count
 # (2), overflow (4), then the magic 0xED0CDAED and the version 2, little-endian, in the first page of the file.
 BOLT_MAGIC = 0xED0CDAED
@@ -183,13 +182,7 @@ def _value(col: Collector, name: str, value: Any, setting: Setting) -> Any:
     if kind in ("int", "number"):
         return _int(col, name, value, setting, number=kind == "number")
     if kind == "bool":
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in _TRUE or text in _FALSE:
-            return text in _TRUE
-        col.error(name, f"{value!r} is not a boolean; set true or false")
-        return None
+        return boolean(col, name, value)
     if kind == "choice":
         if value in setting.choices:
             return value

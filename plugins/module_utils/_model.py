@@ -46,6 +46,7 @@ from ansible_collections.slipway.cluster.plugins.module_utils._values import (
     address_problem,
     as_address,
     as_ip,
+    boolean,
     check_url,
     dns_name_problem,
     integer,
@@ -101,19 +102,9 @@ def _parse_cidr(col: Collector, var: str, value: Any) -> ipaddress.IPv4Network |
     return None
 
 
-_TRUE = ("yes", "on", "true", "1", "y", "t")
-_FALSE = ("no", "off", "false", "0", "n", "f")
-
-
 def _bool(col: Collector, var: str, value: Any) -> bool:
-    """Booleans as Ansible reads them: true/false, yes/no, on/off, 1/0."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in _TRUE or text in _FALSE:
-        return text in _TRUE
-    col.error(var, f"'{value}' is not a boolean; set true or false")
-    return False
+    """Booleans as Ansible reads them: true/false, yes/no, on/off, 1/0 (false, with the problem said, otherwise)."""
+    return bool(boolean(col, var, value))
 
 
 def _port(col: Collector, var: str, value: Any) -> int:

@@ -111,6 +111,21 @@ class BundleReader(Protocol):
     # did not. With it the model asks a mirror whether it has the release (slipway_artifacts_source mirror).
 
 
+_TRUE = ("yes", "on", "true", "1", "y", "t")
+_FALSE = ("no", "off", "false", "0", "n", "f")
+
+
+def boolean(col: Collector, var: str, value: Any) -> bool | None:
+    """A boolean as Ansible reads one (true/false, yes/no, on/off, 1/0), or None with the problem said."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    col.error(var, f"'{value}' is not a boolean; set true or false")
+    return None
+
+
 def integer(col: Collector, var: str, value: Any, low: int, high: int, expected: str) -> int | None:
     """A whole number from low to high; a number written as a string (-e, INI files) is a number."""
     if isinstance(value, bool):
