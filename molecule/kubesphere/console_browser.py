@@ -6,11 +6,16 @@ of each (PNG). Exits 0 when every step showed what it should, else 1 with the st
 screenshot of where it stopped. Chromium reaches nothing but the console's address: every other host name
 resolves to nothing (--host-resolver-rules) and its background services are off.
 
-    CONSOLE_PASSWORD=... console_browser.py --url http://NODE:30880 --node cp1 --out DIR
+Over TLS (an https:// URL), Chromium accepts the console's certificate only when its public key is the one given
+with --spki (the base64 of the sha256 of its SubjectPublicKeyInfo, Chromium's --ignore-certificate-errors-spki-list),
+or when a CA it trusts signed it for the host, and every page must stay on https://.
+
+    CONSOLE_PASSWORD=... console_browser.py --url https://NODE:30880 --spki BASE64 --node cp1 --out DIR
 """
 
 import argparse
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -33,7 +38,7 @@ class BrowserError(Exception):
 class Page:
     """One tab of a Chromium started here, driven over its DevTools websocket."""
 
-    def __init__(self, url, allowed_host, profile, timeout):
+    def __init__(self, url, allowed_host, profile, timeout, spki=None):
         program = next((shutil.which(name) for name in CHROMIUM if shutil.which(name)), None)
         if program is None:
             raise BrowserError("no Chromium found (Debian's package: apt-get install chromium)")
@@ -44,8 +49,8 @@ class Page:
              "--disable-component-update", "--disable-sync", "--disable-extensions", "--disable-default-apps",
              "--metrics-recording-only", "--window-size=1440,900", "--user-data-dir=" + profile,
              "--remote-debugging-port=0", "--remote-allow-origins=*",
-             "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE %s, EXCLUDE 127.0.0.1" % allowed_host,
-             "about:blank"],
+             "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE %s, EXCLUDE 127.0.0.1" % allowed_host]
+            + (["--ignore-certificate-errors-spki-list=" + spki] if spki else []) + ["about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         port = self._port(profile)
         with urllib.request.urlopen("http://127.0.0.1:%d/json/list" % port, timeout=10) as answer:
@@ -134,7 +139,8 @@ def run(args, password):
     page = None
     step = "start Chromium"
     try:
-        page = Page(args.url, host, profile, args.timeout)
+        page = Page(args.url, host, profile, args.timeout, args.spki)
+        scheme = urllib.parse.urlparse(args.url).scheme + ":"
         step = "load the login page"
         page.go("/login")
         page.wait_for("!!document.querySelector('input[name=username]') && "
@@ -145,6 +151,8 @@ def run(args, password):
         page.type_into("input[name=password]", password)
         page.evaluate("document.querySelector('button[type=submit]').click()")
         page.wait_for("!location.pathname.startsWith('/login')", "the console after logging in")
+        if page.evaluate("location.protocol") != scheme:
+            raise BrowserError("the console left %s for %s" % (scheme, page.evaluate("location.href")))
         step = "open the cluster overview"
         page.go("/clusters/default/overview")
         page.wait_for(body_has("System Components") + " && " + body_has("Kubernetes Status"),
@@ -171,13 +179,28 @@ def run(args, password):
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def spki_of(path):
+    """The base64 sha256 of the SubjectPublicKeyInfo of the PEM certificate at ``path`` (Chromium's form)."""
+    # Imported here: only --cert needs it (the cryptography package, which community.crypto needs too).
+    from cryptography import x509  # pylint: disable=import-outside-toplevel
+    from cryptography.hazmat.primitives import serialization  # pylint: disable=import-outside-toplevel
+    with open(path, "rb") as handle:
+        cert = x509.load_pem_x509_certificate(handle.read())
+    der = cert.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return base64.b64encode(hashlib.sha256(der).digest()).decode()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", required=True, help="the console, http://NODE:PORT")
+    parser.add_argument("--url", required=True, help="the console, https://NODE:PORT (or http://)")
+    parser.add_argument("--spki", help="base64 sha256 of the console certificate's public key, accepted for it")
+    parser.add_argument("--cert", help="the console's certificate (PEM file): its public key is accepted, as --spki")
     parser.add_argument("--node", required=True, help="a node name the node list must show")
     parser.add_argument("--out", required=True, help="directory for the screenshots")
     parser.add_argument("--timeout", type=int, default=120, help="seconds to wait for each page")
     args = parser.parse_args(argv)
+    if args.cert and not args.spki:
+        args.spki = spki_of(args.cert)
     password = os.environ.get("CONSOLE_PASSWORD", "")
     if not password:
         parser.error("give admin's password in CONSOLE_PASSWORD")

@@ -54,7 +54,8 @@ ACCEPTED = frozenset("""
     etcd_backup_remote_dir etcd_backup_timer etcd_backup_timer_keep etcd_backup_timer_schedule etcd_bin_dir
     etcd_config_dir etcd_data_dir etcd_extra_args etcd_health_retries etcd_kubeadm_bin etcd_pki_dir
 
-    kubesphere_admin_secret kubesphere_cluster_configuration_merge_type kubesphere_fail_on_component_failure
+    kubesphere_admin_secret kubesphere_cluster_configuration_merge_type kubesphere_console_tls
+    kubesphere_console_tls_names kubesphere_console_tls_secret kubesphere_fail_on_component_failure
     kubesphere_image_pull_policy kubesphere_images kubesphere_python_packages kubesphere_reapply kubesphere_replicas
     kubesphere_version kubesphere_wait kubesphere_wait_timeout
 
@@ -109,6 +110,10 @@ _NO_FIELD = {
     "slipway_apiserver_port": "has no field in the spec: a SlipwayCluster's API servers listen on 6443",
     "slipway_etcd_even_members_ok": "has no field in the spec: give etcd an odd number of members (1, 3 or 5)",
     "slipway_operator_enabled": "has no field in the spec: the fleet does not deploy slipway-operator",
+    "slipway_artifacts_mirror_insecure_http": "has no field in the spec: a SlipwayCluster's spec.artifacts.mirrorURL "
+                                              "is an https:// server",
+    "slipway_artifacts_release_checksums": "has no field in the spec: a SlipwayCluster installs a release whose sums "
+                                           "the collection pins, or from spec.artifacts.source bundle",
 }
 
 # kubespray's names that the model knows (plugins/module_utils/_kubespray.py), each with what a SlipwayCluster sets

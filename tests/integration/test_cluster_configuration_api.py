@@ -12,6 +12,7 @@ and read the cluster back: objects, statuses, which components of the component 
 
 from __future__ import annotations
 
+import base64
 import json
 import textwrap
 import time
@@ -524,7 +525,13 @@ class TestRole:
         assert binding["roleRef"]["name"] == "cluster-admin"
         config = yaml.safe_load(get(kube_api, "/api/v1/namespaces/kubesphere-system/configmaps/kubesphere-config")
                                 ["data"]["kubesphere.yaml"])
-        assert len(config["authentication"]["jwtSecret"]) == 32
+        # The JWT secret is in its Secret, which ks-apiserver reads through its environment; none in the ConfigMap.
+        assert config["authentication"]["jwtSecret"] == ""
+        jwt = get(kube_api, "/api/v1/namespaces/kubesphere-system/secrets/kubesphere-jwt-secret")
+        assert len(base64.b64decode(jwt["data"]["jwtSecret"])) == 32
+        console_tls = get(kube_api, "/api/v1/namespaces/kubesphere-system/secrets/ks-console-tls")
+        assert console_tls["type"] == "kubernetes.io/tls" and set(console_tls["data"]) == {"ca.crt", "tls.crt", "tls.key"}
+        assert [(port["name"], port["port"]) for port in console["spec"]["ports"]] == [("https", 443)]
         assert config["monitoring"]["endpoint"] == "http://prometheus-operated.kubesphere-monitoring-system.svc:9090"
         assert "logging" not in config
         webhook_cert = get(kube_api, "/api/v1/namespaces/kubesphere-system/secrets/ks-controller-manager-webhook-cert")
@@ -548,6 +555,51 @@ class TestRole:
         after = get(kube_api, CC_PATH)
         assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
         assert get(kube_api, "/api/v1/namespaces/kubesphere-system/configmaps/kubesphere-config")["data"] == jwt
+
+    def test_an_install_an_earlier_version_left_open_moves_on_the_next_run(self, fresh_cluster, tmp_path):
+        """What an earlier version left: the JWT secret in kubesphere-config and no Secret of it, the console's Service
+        on plain HTTP. The next run applies core again and moves the same secret to its Secret, keeps admin's password
+        (as a user changed it) and its Secret; the run after changes nothing."""
+        kube_api = fresh_cluster
+        system = "/api/v1/namespaces/kubesphere-system"
+        config = get(kube_api, f"{system}/configmaps/kubesphere-config")
+        content = yaml.safe_load(config["data"]["kubesphere.yaml"])
+        content["authentication"]["jwtSecret"] = "legacy-jwt-secret-of-an-earlier-version"
+        config["data"]["kubesphere.yaml"] = yaml.safe_dump(content)
+        kube_api.request("put", f"{system}/configmaps/kubesphere-config", body=config)
+        kube_api.request("delete", f"{system}/secrets/kubesphere-jwt-secret")
+        console = get(kube_api, f"{system}/services/ks-console")
+        console["spec"]["ports"] = [{"name": "nginx", "port": 80, "protocol": "TCP", "targetPort": 8000, "nodePort": 30880}]
+        kube_api.request("put", f"{system}/services/ks-console", body=console)
+        user = get(kube_api, "/apis/iam.kubesphere.io/v1alpha2/users/admin")
+        # As ks-controller-manager stores a password changed in the console: bcrypt, 56 characters after $2a$.
+        user["spec"]["password"] = "$2a$10$" + "ChangedInTheConsoleByItsUser".ljust(53, "0")
+        kube_api.request("put", "/apis/iam.kubesphere.io/v1alpha2/users/admin", body=user)
+        admin_secret = get(kube_api, f"{system}/secrets/kubesphere-admin")["data"]
+
+        result = run_role(kube_api, tmp_path, str(KS_INSTALLER_FILE))
+        assert result.returncode == 0, result.summary() or result.stderr[-3000:]
+        assert result.components_run() == {"core"}
+        jwt = get(kube_api, f"{system}/secrets/kubesphere-jwt-secret")
+        assert base64.b64decode(jwt["data"]["jwtSecret"]).decode() == "legacy-jwt-secret-of-an-earlier-version"
+        content = yaml.safe_load(get(kube_api, f"{system}/configmaps/kubesphere-config")["data"]["kubesphere.yaml"])
+        assert content["authentication"]["jwtSecret"] == ""
+        apiserver = get(kube_api, deployment("kubesphere-system", "ks-apiserver"))["spec"]["template"]["spec"]
+        assert {"name": "KUBESPHERE_AUTHENTICATION_JWTSECRET", "valueFrom": {"secretKeyRef": {
+            "name": "kubesphere-jwt-secret", "key": "jwtSecret"}}} in apiserver["containers"][0]["env"]
+        ports = get(kube_api, f"{system}/services/ks-console")["spec"]["ports"]
+        assert [(port["name"], port["port"], port["nodePort"]) for port in ports] == [("https", 443, 30880)]
+        assert get(kube_api, "/apis/iam.kubesphere.io/v1alpha2/users/admin")["spec"]["password"] == user["spec"]["password"]
+        assert get(kube_api, f"{system}/secrets/kubesphere-admin")["data"] == admin_secret
+        assert not [obj["metadata"]["name"] for obj in get(kube_api, "/api/v1/configmaps")["items"]
+                    if "legacy-jwt-secret-of-an-earlier-version" in json.dumps(obj.get("data", {}))], "in no ConfigMap"
+
+        for check in (True, False):
+            again = run_role(kube_api, tmp_path, str(KS_INSTALLER_FILE), check=check)
+            assert again.returncode == 0, again.summary() or again.stderr[-3000:]
+            assert again.components_run() == set()
+            assert again.stats()["changed"] == 0, [t["task"]["name"] for t in again.tasks()
+                                                   if t["hosts"]["localhost"].get("changed")]
 
     def test_reapply_brings_back_what_was_deleted_by_hand(self, fresh_cluster, tmp_path):
         """kubesphere_reapply (slipway-operator's resync): every enabled component applied again, drift repaired."""

@@ -1,7 +1,8 @@
 """KubeSphere's core from the bundle's images (ks-apiserver, ks-controller-manager, ks-console built from KubeSphere
 3.4.1's sources) against a real kube-apiserver and etcd, in a network namespace of its own (kubesphere_core_netns.py:
-ks-controller-manager listens on every address at fixed ports). What the kubesphere role's core check asks, and the
-console in headless Chromium, without a lab cluster."""
+ks-controller-manager listens on every address at fixed ports). What the kubesphere role's core check asks, ks-apiserver
+reading its JWT secret from its environment as the role sets it, and the console behind the role's TLS front in headless
+Chromium, without a lab cluster."""
 
 from __future__ import annotations
 
@@ -60,8 +61,21 @@ def test_the_oauth_endpoint_issues_a_token_for_the_password_only(seen):
     assert seen["wrong_password"] in (400, 401)
 
 
-def test_the_console_logs_in_and_shows_the_cluster_in_chromium(seen):
+def test_ks_apiserver_signs_with_the_jwt_secret_of_its_environment_not_of_its_configmap(seen):
+    """The role's way: kubesphere-config names authentication.jwtSecret empty, the Deployment sets
+    KUBESPHERE_AUTHENTICATION_JWTSECRET from the Secret; ks-apiserver 3.4.1 signs with that, and without it refuses to
+    start (the file alone holds no secret)."""
+    assert seen["token_signed_with_the_env_secret"] is True
+    assert seen["token_signed_with_another_secret"] is False
+    assert seen["without_jwt_env"]["rc"] != 0 and seen["without_jwt_env"]["refused"], seen["without_jwt_env"]
+
+
+def test_the_console_logs_in_over_tls_and_shows_the_cluster_in_chromium(seen):
     assert seen["login_page"] == {"status": 200, "title": True}
+    # the role's TLS front serves it with the certificate given, which a client without its CA refuses
+    assert seen["login_page_tls"] == {"status": 200, "title": True}
+    assert seen["tls_untrusted"] is None
     assert seen["browser"]["rc"] == 0, seen["browser"]["out"]
+    assert "at https://" in seen["browser"]["out"], seen["browser"]["out"]
     for name in ("console-login.png", "console-overview.png", "console-nodes.png"):
         assert (seen["shots"] / name).read_bytes().startswith(b"\x89PNG"), name

@@ -71,9 +71,11 @@ def _role_variables() -> dict:
     return variables
 
 
-def render(component: str, what: str = "_kubesphere_docs", control_planes: int = 1) -> list[dict]:
-    """The role's rendering of one component: `what` of vars/main.yml with the component as the entry."""
+def render(component: str, what: str = "_kubesphere_docs", control_planes: int = 1, **settings) -> list[dict]:
+    """The role's rendering of one component: `what` of vars/main.yml with the component as the entry, and the role
+    options given in settings over its defaults."""
     variables = _role_variables()
+    variables.update(settings)
     spec = SPECS.get(component, {})
     variables.update({
         "kubesphere_plan": {"spec": spec, "plan": [{"name": name, "enabled": True} for name in ("core", component)]},
@@ -227,8 +229,23 @@ def test_workload_matches_kubesphere_3_4_1(entry):
 @pytest.mark.parametrize("entry", FACTS["services"], ids=lambda entry: f"Service/{entry['namespace']}/{entry['name']}")
 def test_service_matches_kubesphere_3_4_1(entry):
     obj = find(entry["component"], "Service", entry["name"], entry["namespace"])
-    assert obj["spec"].get("type", "ClusterIP") == entry["type"], entry["source"]
-    assert [service_port_fact(port) for port in obj["spec"]["ports"]] == entry["ports"], entry["source"]
+    wanted = expected({"kind": "Service", **entry})
+    assert obj["spec"].get("type", "ClusterIP") == wanted["type"], entry["source"]
+    assert [service_port_fact(port) for port in obj["spec"]["ports"]] == wanted["ports"], entry["source"]
+
+
+def test_the_console_without_tls_is_kubesphere_s():
+    """kubesphere_console_tls false: KubeSphere 3.4.1's ks-console Deployment and Service, with no TLS front."""
+    objects = {(obj["kind"], obj["metadata"]["name"]): obj for obj in render("core", kubesphere_console_tls=False)}
+    entry = next(entry for entry in FACTS["workloads"] if object_id(entry) == "Deployment/kubesphere-system/ks-console")
+    plain = copy.deepcopy(entry)
+    for difference in FACTS["deliberate"]:
+        if difference["object"] == object_id(entry) and "tls" not in difference["fact"]:
+            set_path(plain, difference["fact"], difference["ours"])
+    assert compared(workload_facts(objects[("Deployment", "ks-console")]), plain) == stated(plain)
+    service = next(entry for entry in FACTS["services"] if entry["name"] == "ks-console")
+    assert [service_port_fact(port) for port in objects[("Service", "ks-console")]["spec"]["ports"]] == service["ports"]
+    assert "tls-front.js" not in objects[("ConfigMap", "ks-console-config")]["data"]
 
 
 @pytest.mark.parametrize("entry", FACTS["fluentbits"], ids=lambda entry: f"FluentBit/{entry['namespace']}/{entry['name']}")
@@ -257,6 +274,7 @@ def test_rbac_matches_kubesphere_3_4_1(entry):
 def test_every_deliberate_difference_is_real(difference):
     """An entry that no longer differs from KubeSphere 3.4.1 has to go: the list says what differs, no more."""
     entries = [entry for group in ("workloads", "rbac") for entry in FACTS[group] if object_id(entry) == difference["object"]]
+    entries += [entry for entry in FACTS["services"] if object_id({"kind": "Service", **entry}) == difference["object"]]
     assert len(entries) == 1, f"{difference['object']} is no object of the facts"
     upstream = get_path(entries[0], difference["fact"])
     ours = MISSING if difference["ours"] is None else difference["ours"]
