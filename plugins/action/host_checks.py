@@ -4,9 +4,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import tempfile
+
 from ansible.errors import AnsibleActionFail
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.urls import ConnectionError as UrlConnectionError
+from ansible.module_utils.urls import open_url
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.slipway.cluster.plugins.module_utils._artifacts import ARCHES, release_problems
+from ansible_collections.slipway.cluster.plugins.module_utils._paths import controller_cache_dir
 from ansible_collections.slipway.cluster.plugins.module_utils._host_checks import (
     DEFAULT_OPTIONS,
     check_hosts,
@@ -22,6 +32,49 @@ ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str"},
     "as_fact": {"type": "bool", "default": True},
 }
+
+
+class ReleaseFiles:
+    """Reads release files from their server on the controller and hashes them, keeping nothing but the record of
+    each URL found with the sha256 the collection pins (a rerun reads it not again: the nodes check the same sum
+    when they download)."""
+
+    def __init__(self, path=None):
+        self.path = path or os.path.join(controller_cache_dir(), "release-files.json")
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                self.verified = set(json.load(handle))
+        except (OSError, ValueError, TypeError):
+            self.verified = set()
+        self.new = set()
+
+    def fetch(self, url, pinned):
+        if f"{url} {pinned}" in self.verified:
+            return pinned, None
+        digest = hashlib.sha256()
+        try:
+            with open_url(url, timeout=60, follow_redirects="safe") as response:
+                for chunk in iter(lambda: response.read(1 << 20), b""):
+                    digest.update(chunk)
+        except HTTPError as err:
+            return None, f"HTTP {err.code} {err.reason}"
+        except (URLError, UrlConnectionError, OSError, ValueError) as err:
+            return None, str(getattr(err, "reason", None) or err)
+        found = digest.hexdigest()
+        if found == pinned:
+            self.new.add(f"{url} {pinned}")
+        return found, None
+
+    def save(self):
+        if not self.new:
+            return
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(self.path), delete=False, encoding="utf-8") as out:
+                json.dump(sorted(self.verified | self.new), out)
+            os.replace(out.name, self.path)
+        except OSError:
+            pass  # the files are read again next time
 
 
 class ActionModule(ActionBase):
@@ -52,6 +105,15 @@ class ActionModule(ActionBase):
                 reasons[host] = unanswered(host, registered.get("msg") or registered.get("module_stderr"),
                                            bool(registered.get("unreachable") or registered.get("slipway_unreachable")))
         problems, warnings = check_hosts(in_scope, facts, args["options"], reasons)
+        # The release files of the architectures the nodes have, read on the controller before any host changes.
+        artifacts = model.get("artifacts") or {}
+        arches = sorted({ARCHES[fact["arch"]] for fact in facts.values() if fact.get("arch") in ARCHES})
+        files = ReleaseFiles()
+        wanted = {entry["files"][arch]["url"]: entry["files"][arch]["sha256"]
+                  for entry in [*(artifacts.get("binaries") or []), *(artifacts.get("archives") or {}).values()]
+                  if "files" in entry for arch in arches}
+        problems += release_problems(artifacts, arches, lambda url: files.fetch(url, wanted[url]))
+        files.save()
         result["warnings_found"] = [str(w) for w in warnings]
         for warning in warnings:
             self._display.warning(str(warning))

@@ -9,10 +9,13 @@ Pure Python: reading files is the caller's job (a ``checksum`` callable), so eve
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
 from typing import Any, Callable, Mapping
 
 from ansible_collections.slipway.cluster.plugins.module_utils._problems import Problem
+from ansible_collections.slipway.cluster.plugins.module_utils._release_checksums import CHECKSUMS
 
 BUNDLE_FORMAT_VERSION = 1
 # Images only control planes (and external etcd members) run.
@@ -66,12 +69,19 @@ UPSTREAM = {
                   "containerd-{containerd_bare}-linux-{arch}.tar.gz",
     "runc": "https://github.com/opencontainers/runc/releases/download/{runc}/runc.{arch}",
 }
-# runc publishes one checksum file for every architecture's binary; get_url picks the binary's line.
+# runc publishes one checksum file for every architecture's binary; tools/release_checksums.py reads its lines.
 RUNC_SUMS = "https://github.com/opencontainers/runc/releases/download/{runc}/runc.sha256sum"
-# etcd publishes one checksum file per release; get_url picks the archive's line out of it.
+# etcd publishes one checksum file per release, a line per archive.
 ETCD_SUMS = "https://github.com/etcd-io/etcd/releases/download/{etcd}/SHA256SUMS"
 CNI_PLUGINS = ("bridge", "host-local", "loopback", "portmap", "bandwidth", "tuning")
 ARCHES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+# The architectures of the release files: the pinned table has every file of every supported release for each.
+RELEASE_ARCHES = ("amd64", "arm64")
+# The release files by the table's names (release_files), and the inventory setting that pins sums the table lacks.
+RELEASE_FILE_NAMES = ("kubeadm", "kubelet", "kubectl", "runc", "crictl", "cni_plugins", "containerd", "etcd")
+INVENTORY_CHECKSUMS = "slipway_artifacts_release_checksums"
+_SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
+_RELEASE_VERSION = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+$")
 
 
 def _strip_v(version: str) -> str:
@@ -177,7 +187,7 @@ def released(kubernetes_version: str) -> bool:
 def _release_problem(kubernetes_version: str, source: str, mirror_url: str,
                      url_exists: Callable[[str], bool | None] | None) -> tuple[Problem | None, Problem | None]:
     """(problem, warning) about whether the files of this release exist in the source, found before any contact:
-    upstream against KUBERNETES_RELEASES; a mirror by asking it from the controller for kubeadm's checksum file."""
+    upstream against KUBERNETES_RELEASES; a mirror by asking it from the controller for the release's kubeadm."""
     minor = kubernetes_version.rsplit(".", 1)[0]
     known = f"{minor}.0 to {minor}.{KUBERNETES_RELEASES[minor]}" if minor in KUBERNETES_RELEASES else "none"
     if source == "upstream":
@@ -190,7 +200,7 @@ def _release_problem(kubernetes_version: str, source: str, mirror_url: str,
     if not mirror_url or url_exists is None:
         return None, None
     kubeadm = UPSTREAM["kubernetes"].format(version=kubernetes_version, arch="amd64", name="kubeadm")
-    url = mirror_url.rstrip("/") + "/" + kubeadm.split("://", 1)[1] + ".sha256"
+    url = mirror_url.rstrip("/") + "/" + kubeadm.split("://", 1)[1]
     found = url_exists(url)
     if found is False:
         return Problem("slipway_kubernetes_version", (
@@ -203,10 +213,114 @@ def _release_problem(kubernetes_version: str, source: str, mirror_url: str,
     return None, None
 
 
-def from_release(kubernetes_version: str, source: str, arch: str = "amd64", mirror_url: str = "",
+def release_file_urls(file: str, version: str, arch: str) -> tuple[str, str]:
+    """(the official URL of a release file, the URL of the checksum file upstream publishes for it)."""
+    bare = _strip_v(version)
+    if file in ("kubeadm", "kubelet", "kubectl"):
+        url = UPSTREAM["kubernetes"].format(version=bare, arch=arch, name=file)
+        return url, url + ".sha256"
+    if file == "runc":
+        return UPSTREAM["runc"].format(runc=version, arch=arch), RUNC_SUMS.format(runc=version)
+    if file == "etcd":
+        return UPSTREAM["etcd"].format(etcd=version, arch=arch), ETCD_SUMS.format(etcd=version)
+    if file == "containerd":
+        url = UPSTREAM["containerd"].format(containerd=version, containerd_bare=bare, arch=arch)
+        return url, url + ".sha256sum"
+    url = UPSTREAM[file].format(arch=arch, **{file: version})
+    return url, url + ".sha256"
+
+
+def release_files(kubernetes_version: str) -> list[dict[str, str]]:
+    """{file, version} of every release file a cluster of this Kubernetes release installs (the keys of the pinned
+    table, _release_checksums.CHECKSUMS); empty for a minor without companions."""
+    companions = COMPANIONS.get(kubernetes_version.rsplit(".", 1)[0])
+    if companions is None:
+        return []
+    version = "v" + _strip_v(kubernetes_version)
+    return ([{"file": name, "version": version} for name in ("kubeadm", "kubelet", "kubectl")]
+            + [{"file": "runc", "version": RUNTIME["runc"]}, {"file": "crictl", "version": companions["crictl"]},
+               {"file": "cni_plugins", "version": companions["cni_plugins"]},
+               {"file": "containerd", "version": RUNTIME["containerd"]}, {"file": "etcd", "version": companions["etcd"]}])
+
+
+def pinned_sha256(file: str, version: str, arch: str, table: Mapping[str, Any] | None = None) -> str | None:
+    """The sha256 the collection pins for a release file (None when the table has none)."""
+    sums = CHECKSUMS if table is None else table
+    return ((sums.get(file) or {}).get(version) or {}).get(arch)
+
+
+def _nearest(value: str, known: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(value, known, n=1, cutoff=0.5)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def inventory_checksums(value: Any, table: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], list[Problem]]:
+    """The sha256 an inventory pins for release files the collection's table lacks
+    (``slipway_artifacts_release_checksums``: {file: {version: {arch: sha256}}}, the table's own shape, copied from
+    upstream's published checksum files), and every problem with them: a shape that is not the table's, a file,
+    version or architecture the collection installs none of, a sum that is no sha256, and a sum that differs from
+    the one the collection pins for the same file (the table wins: it is refused, naming both)."""
+    where = INVENTORY_CHECKSUMS
+    shape = ("a mapping of file -> version -> architecture -> sha256, as python3 tools/release_checksums.py "
+             "--published DIR --inventory prints it (docs/bundle.md)")
+    if value in (None, "", {}):
+        return {}, []
+    if not isinstance(value, Mapping):
+        return {}, [Problem(where, f"is {type(value).__name__}, not {shape}")]
+    sums = CHECKSUMS if table is None else table
+    found: dict[str, Any] = {}
+    problems = []
+    for file, versions in value.items():
+        if file not in RELEASE_FILE_NAMES:
+            problems.append(Problem(where, f"names file '{file}', which the collection installs none of"
+                                    f"{_nearest(str(file), RELEASE_FILE_NAMES)}; the files are "
+                                    f"{', '.join(RELEASE_FILE_NAMES)}"))
+            continue
+        if not isinstance(versions, Mapping):
+            problems.append(Problem(f"{where}.{file}", f"is not a mapping of version -> architecture -> sha256 ({shape})"))
+            continue
+        for version, arches in versions.items():
+            at = f"{where}.{file}.{version}"
+            if not isinstance(version, str) or not _RELEASE_VERSION.match(version):
+                bare = str(version).lstrip("v")
+                problems.append(Problem(at, f"'{version}' is not a release version; write it as the release names it, "
+                                        f"with its v (v{bare})"))
+                continue
+            if not isinstance(arches, Mapping):
+                problems.append(Problem(at, f"is not a mapping of architecture -> sha256 ({shape})"))
+                continue
+            for arch, digest in arches.items():
+                if arch not in RELEASE_ARCHES:
+                    hint = f" (did you mean {ARCHES[arch]}?)" if arch in ARCHES else _nearest(str(arch), RELEASE_ARCHES)
+                    problems.append(Problem(at, f"names architecture '{arch}'{hint}; the release files' are "
+                                            f"{', '.join(RELEASE_ARCHES)}"))
+                    continue
+                if not isinstance(digest, str) or not _SHA256.match(digest):
+                    problems.append(Problem(f"{at}.{arch}", "is not a sha256 (64 hexadecimal digits); copy it from "
+                                            "the checksum file upstream publishes for the release"))
+                    continue
+                digest = digest.lower()
+                pinned = pinned_sha256(file, version, arch, sums)
+                if pinned is not None and pinned != digest:
+                    problems.append(Problem(f"{at}.{arch}", (
+                        f"is sha256 {digest}, but the collection pins {pinned} for {file} {version} ({arch}), from "
+                        "upstream's published checksums; the collection's sum is the one used and the run is refused: "
+                        "remove the entry (the collection pins this file already) or check where its sum was copied "
+                        "from")))
+                    continue
+                found.setdefault(file, {}).setdefault(version, {})[arch] = digest
+    return found, problems
+
+
+def from_release(kubernetes_version: str, source: str, mirror_url: str = "",
                  registry: str = "", url_exists: Callable[[str], bool | None] | None = None,
-                 warnings: list[Problem] | None = None) -> tuple[dict[str, Any], list[Problem]]:
-    """Official release files (``upstream``) or the same files under a mirror (``mirror``).
+                 warnings: list[Problem] | None = None,
+                 table: Mapping[str, Any] | None = None,
+                 inventory: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], list[Problem]]:
+    """Official release files (``upstream``) or the same files under a mirror (``mirror``), each with the sha256
+    pinned for it per architecture (``files``: {arch: {url, sha256, pinned_by}}): the collection's table
+    (_release_checksums.CHECKSUMS, or ``table``), else the inventory's (``inventory``, as inventory_checksums returns
+    it); sha256 None where neither has one: release_problems names them.
 
     Image references stay the upstream ones; with a ``registry`` mirror, containerd is told to
     fetch them from it, so manifests never need rewriting. ``url_exists(url)``: True or False when the
@@ -231,26 +345,33 @@ def from_release(kubernetes_version: str, source: str, arch: str = "amd64", mirr
             return url
         return mirror_url.rstrip("/") + "/" + url.split("://", 1)[1]
 
-    values = {"version": kubernetes_version, "arch": arch, **companions, **RUNTIME,
-              "containerd_bare": _strip_v(RUNTIME["containerd"])}
-    binaries = []
-    for name in ("kubeadm", "kubelet", "kubectl"):
-        url = located(UPSTREAM["kubernetes"].format(name=name, **values))
-        binaries.append(_binary_entry(name, name, "kubernetes", url=url, checksum=f"sha256:{url}.sha256"))
-    url = located(UPSTREAM["runc"].format(**values))
-    binaries.append(_binary_entry("runc", "runc", "runtime", url=url, checksum="sha256:" + located(RUNC_SUMS.format(**values))))
-    archives: dict[str, dict[str, Any]] = {}
-    for name in ("crictl", "cni_plugins"):
-        url = located(UPSTREAM[name].format(**values))
-        archives[name] = {"url": url, "checksum": f"sha256:{url}.sha256", "group": "kubernetes"}
-    # containerd, its shim and ctr: every Kubernetes node unpacks them from containerd's release archive.
-    url = located(UPSTREAM["containerd"].format(**values))
-    archives["containerd"] = {"url": url, "checksum": f"sha256:{url}.sha256sum", "group": "runtime",
-                              "members": [f"bin/{name}" for name in CONTAINERD_BINARIES]}
-    # etcd, etcdctl and etcdutl: only external etcd members unpack them (stacked etcd runs kubeadm's image).
-    url = located(UPSTREAM["etcd"].format(**values))
-    archives["etcd"] = {"url": url, "checksum": "sha256:" + located(ETCD_SUMS.format(**values)), "group": "etcd",
-                        "members": [f"etcd-{companions['etcd']}-linux-{arch}/{name}" for name in ETCD_BINARIES]}
+    def files(file: str, version: str, members: Callable[[str], list[str]] | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for arch in RELEASE_ARCHES:
+            sha256, pinned_by = pinned_sha256(file, version, arch, table), "the collection"
+            if sha256 is None and inventory:
+                sha256, pinned_by = pinned_sha256(file, version, arch, inventory), INVENTORY_CHECKSUMS
+            out[arch] = {"url": located(release_file_urls(file, version, arch)[0]), "sha256": sha256,
+                         "pinned_by": pinned_by if sha256 else None}
+            if members is not None:
+                out[arch]["members"] = members(arch)
+        return {"file": file, "version": version, "files": out}
+
+    version = "v" + kubernetes_version
+    binaries = [_binary_entry(name, name, "kubernetes", **files(name, version)) for name in ("kubeadm", "kubelet", "kubectl")]
+    binaries.append(_binary_entry("runc", "runc", "runtime", **files("runc", RUNTIME["runc"])))
+    archives: dict[str, dict[str, Any]] = {
+        "crictl": {**files("crictl", companions["crictl"], lambda arch: ["crictl"]), "group": "kubernetes"},
+        "cni_plugins": {**files("cni_plugins", companions["cni_plugins"],
+                                lambda arch: [f"./{name}" for name in CNI_PLUGINS]), "group": "kubernetes"},
+        # containerd, its shim and ctr: every Kubernetes node unpacks them from containerd's release archive.
+        "containerd": {**files("containerd", RUNTIME["containerd"],
+                               lambda arch: [f"bin/{name}" for name in CONTAINERD_BINARIES]), "group": "runtime"},
+        # etcd, etcdctl and etcdutl: only etcd members unpack them (stacked etcd runs kubeadm's image).
+        "etcd": {**files("etcd", companions["etcd"],
+                         lambda arch: [f"etcd-{companions['etcd']}-linux-{arch}/{name}" for name in ETCD_BINARIES]),
+                 "group": "etcd"},
+    }
     images = {
         "flannel": f"{ADDON_REPOSITORIES['flannel']}:{companions['flannel']}",
         "flannel-cni-plugin": f"{ADDON_REPOSITORIES['flannel-cni-plugin']}:{companions['flannel_cni_plugin']}",
@@ -267,6 +388,63 @@ def from_release(kubernetes_version: str, source: str, arch: str = "amd64", mirr
         "registry": registry,
         "runtime": dict(RUNTIME),
     }, problems
+
+
+def _release_entries(artifacts: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [*(artifacts.get("binaries") or []), *(artifacts.get("archives") or {}).values()]
+
+
+def release_problems(artifacts: Mapping[str, Any], arches: list[str],
+                     fetch: Callable[[str], tuple[str | None, str | None]] | None = None) -> list[Problem]:
+    """What stops an install from release files (``slipway_artifacts_source`` upstream or mirror), found on the
+    controller before any host is changed: a file of the release for which neither the collection nor the inventory
+    (``slipway_artifacts_release_checksums``) pins a sha256 (any architecture; then nothing is read), and, with
+    ``fetch``, every file of the ``arches`` (amd64, arm64) whose content, read from its server, is not what is pinned
+    for it (each problem names who pins it). ``fetch(url)`` returns (the sha256 of what the server sends, None) or
+    (None, why it could not be read). A ``.sha256`` file beside it on the same server is never asked: whoever can
+    change the file can change that too."""
+    if artifacts.get("source") not in ("upstream", "mirror"):
+        return []
+    entries = _release_entries(artifacts)
+    unpinned = []
+    for entry in entries:
+        arches_without = [arch for arch in RELEASE_ARCHES if not entry["files"][arch]["sha256"]]
+        if arches_without:
+            unpinned.append(f"{entry['file']} {entry['version']} ({', '.join(arches_without)})")
+    problems = []
+    if unpinned:
+        release = next((entry["version"] for entry in entries if entry["file"] == "kubeadm"), "")
+        problems.append(Problem("slipway_artifacts_source", (
+            f"is {artifacts['source']}, but neither the collection nor {INVENTORY_CHECKSUMS} pins a sha256 for "
+            f"{', '.join(unpinned)}: a release file is installed only when its content is what upstream published. "
+            f"Copy upstream's published sums into {INVENTORY_CHECKSUMS}: python3 tools/release_checksums.py "
+            f"--published DIR --inventory --release {release.lstrip('v')} prints the entry to paste from the checksum "
+            "files upstream publishes, saved under DIR (--fetch instead of --published DIR reads them from the "
+            "official URLs; docs/bundle.md). Or set a release the collection pins, or use slipway_artifacts_source "
+            "bundle")))
+    # A release with an unpinned file is refused whole: nothing of it is read from any server.
+    if fetch is None or problems:
+        return problems
+    for entry in entries:
+        for arch in arches:
+            wanted = entry["files"][arch]
+            if not wanted["sha256"]:
+                continue
+            url = wanted["url"]
+            found, error = fetch(url)
+            if error is not None:
+                problems.append(Problem(f"release file {url}", (
+                    f"could not be read by the controller ({error}), which checks every release file against the "
+                    "sha256 pinned for it before any host is changed; make the server reachable from the "
+                    "controller, or use slipway_artifacts_source bundle")))
+            elif found != wanted["sha256"]:
+                problems.append(Problem(f"release file {url}", (
+                    f"{entry['file']} {entry['version']} ({arch}): {wanted['pinned_by']} pins sha256 {wanted['sha256']}, "
+                    f"the server sent a file with sha256 {found}; it was installed on no host. The server does not serve "
+                    "what upstream released: replace the file with upstream's (docs/security.md)"
+                    + (f", or correct {INVENTORY_CHECKSUMS} if its sum was not copied from upstream's published checksum "
+                       "file" if wanted["pinned_by"] == INVENTORY_CHECKSUMS else ""))))
+    return problems
 
 
 def image_refs(artifacts: Mapping[str, Any]) -> dict[str, str]:

@@ -385,9 +385,12 @@ def _artifacts(col: Collector, settings: Mapping[str, Any], source: str, version
         mirror_url = str(settings.get("slipway_artifacts_mirror_url") or "")
         # The mirror is asked (from the controller, by the action plugin) only when its URL is one.
         url_exists = getattr(bundle, "url_exists", None) if URL.match(mirror_url.strip()) else None
+        # Sums the inventory copied from upstream's published checksums, for files the collection pins none for.
+        pinned, problems = artifacts.inventory_checksums(settings.get(artifacts.INVENTORY_CHECKSUMS))
+        col.problems.extend(problems)
         result, problems = artifacts.from_release(
             version, source, mirror_url=mirror_url, registry=str(settings.get("slipway_artifacts_registry_mirror") or ""),
-            url_exists=url_exists, warnings=col.warnings,
+            url_exists=url_exists, warnings=col.warnings, inventory=pinned,
         )
     col.problems.extend(problems)
     return result
@@ -407,6 +410,16 @@ def _check_optional_images(col: Collector, artifacts: Mapping[str, Any], source:
         col.error("slipway_operator_enabled", f"is true but the bundle at {artifacts.get('bundle_dir')} has no "
                   "slipway-operator image (built with --without operator); build it with it: make bundle, or "
                   "python3 tools/bundle/build.py without --without operator")
+
+
+def _check_mirror_scheme(col: Collector, url: str, insecure_http: Any) -> None:
+    """A file mirror over plain HTTP only when the inventory accepts the risk by name."""
+    if url.strip().lower().startswith("http://") and insecure_http is False:
+        col.error("slipway_artifacts_mirror_url", (
+            f"'{url}' is plain http://: anyone on the network between the mirror and the controller or the nodes can "
+            "read what they download and send other files in its place (each is checked against the sha256 the "
+            "collection pins and the run stops, but no cluster is made); serve the mirror over https://, or set "
+            "slipway_artifacts_mirror_insecure_http: true to accept that risk"))
 
 
 def _check_setting_names(col: Collector, settings: Mapping[str, Any]) -> None:
@@ -617,8 +630,10 @@ def build_model(
     endpoint = _endpoint(col, lb_mode, settings, control_planes, addresses, lb_group)
     _check_networks(col, pod, service, node_mask, addresses, len(cluster_hosts), as_ip(endpoint.get("vip") or ""))
     _check_names_of_the_cluster(col, settings)
+    insecure_http = _bool(col, "slipway_artifacts_mirror_insecure_http", settings["slipway_artifacts_mirror_insecure_http"])
     if source == "mirror" and settings.get("slipway_artifacts_mirror_url"):
         check_url(col, "slipway_artifacts_mirror_url", settings["slipway_artifacts_mirror_url"], "https://files.example")
+        _check_mirror_scheme(col, str(settings["slipway_artifacts_mirror_url"]), insecure_http)
     registry = str(settings.get("slipway_artifacts_registry_mirror") or "")
     if registry and (not re.match(r"^[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._/-]*)?$", registry)):
         col.error("slipway_artifacts_registry_mirror", f"'{registry}' is not a registry; set host[:port] without "

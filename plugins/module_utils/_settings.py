@@ -46,6 +46,8 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "slipway_artifacts_source": "upstream",
     "slipway_artifacts_bundle_dir": "",
     "slipway_artifacts_mirror_url": "",
+    "slipway_artifacts_mirror_insecure_http": False,
+    "slipway_artifacts_release_checksums": {},
     "slipway_artifacts_registry_mirror": "",
     "slipway_kubesphere_enabled": False,
     "slipway_operator_enabled": False,

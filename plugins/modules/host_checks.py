@@ -18,10 +18,18 @@ description:
     own components, as on a rerun, is fine), that each node really has its model address, that the pod and
     service networks overlap none of the hosts' networks, that a virtual IP lies in the load balancers'
     network, and that clocks are synchronized.
+  - With C(slipway_artifacts_source) C(upstream) or C(mirror), checks the release files on the controller before
+    any host is changed. Every file of the release has a sha256 pinned in the collection (or in
+    C(slipway_artifacts_release_checksums)) for amd64 and arm64, and
+    each file of the architectures the nodes have, read from its server, has that sha256 (a mismatch names the
+    URL, the pinned and the found sum). A checksum file on the same server is never asked. A file found intact is
+    not read again (C($XDG_CACHE_HOME/slipway/release-files.json)); the nodes check the pinned sum again.
   - Fails with every problem in one list, naming the host and what to change. Warns about swap (the
-    preinstall role turns it off) and cgroup v1.
-  - On success returns the model as the fact C(slipway_cluster), each node completed with the facts the
-    roles need, so no role reads them again.
+    preinstall role turns it off), cgroup v1, and a supported platform none of the collection's tests runs
+    (Ubuntu, aarch64).
+  - On success returns the model as the fact C(slipway_cluster) (read as C(ansible_facts.slipway_cluster)), or
+    with O(as_fact=false) as RV(model), each node completed with the facts the roles need, so no role reads them
+    again.
 options:
   model:
     description: The model built by M(slipway.cluster.cluster_model).
@@ -78,6 +86,11 @@ EXAMPLES = r"""
     facts_var: __preflight_node_facts
     options:
       min_memory_mb_worker: 2048
+  run_once: true
+
+- name: Show the first control plane's OS
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.slipway_cluster.nodes[ansible_facts.slipway_cluster.first_control_plane].facts.os }}"
   run_once: true
 """
 

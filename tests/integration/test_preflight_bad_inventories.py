@@ -90,11 +90,11 @@ def test_an_upstream_version_that_was_never_released(tmp_path, tool, version):
 
 @pytest.fixture(name="mirror")
 def fixture_mirror(tmp_path):
-    """A file mirror on loopback (kubespray's files_repo layout) with kubeadm's checksum file of 1.37.1 only."""
+    """A file mirror on loopback (kubespray's files_repo layout) with the kubeadm of 1.37.1 only."""
     root = tmp_path / "mirror"
     release = root / "dl.k8s.io/release/v1.37.1/bin/linux/amd64"
     release.mkdir(parents=True)
-    (release / "kubeadm.sha256").write_text("0" * 64 + "\n")
+    (release / "kubeadm").write_text("#!/bin/sh\n")
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -105,12 +105,13 @@ def fixture_mirror(tmp_path):
 
 
 def test_a_version_the_mirror_does_not_have(tmp_path, tool, mirror):
-    mirror_settings = ["-e", "slipway_artifacts_source=mirror", "-e", f"slipway_artifacts_mirror_url={mirror}"]
+    mirror_settings = ["-e", "slipway_artifacts_source=mirror", "-e", f"slipway_artifacts_mirror_url={mirror}",
+                       "-e", "slipway_artifacts_mirror_insecure_http=true"]
     output = stopped_before_contact(site(tmp_path, tool, *mirror_settings, "-e", "slipway_kubernetes_version=1.37.2",
                                          "-e", "slipway_lb_prot=1"))
     assert "The inventory has 2 problem(s)" in output, output
     assert (f"slipway_kubernetes_version: 1.37.2 is not on the mirror slipway_artifacts_mirror_url: "
-            f"{mirror}/dl.k8s.io/release/v1.37.2/bin/linux/amd64/kubeadm.sha256 is not there") in output
+            f"{mirror}/dl.k8s.io/release/v1.37.2/bin/linux/amd64/kubeadm is not there") in output
     # The release the mirror has passes the model: the run goes on to the hosts (here: none answers).
     result = site(tmp_path, tool, *mirror_settings, "-e", "slipway_kubernetes_version=1.37.1")
     output = result.stdout + result.stderr
@@ -122,7 +123,8 @@ def test_a_version_the_mirror_does_not_have(tmp_path, tool, mirror):
 def test_a_mirror_the_controller_cannot_reach_is_a_warning_not_a_stop(tmp_path, tool):
     # Port 1 of loopback: nothing listens, the controller gets no answer (the nodes may reach the mirror).
     result = site(tmp_path, tool, "-e", "slipway_artifacts_source=mirror", "-e",
-                  "slipway_artifacts_mirror_url=http://127.0.0.1:1", "-e", "slipway_kubernetes_version=1.37.7")
+                  "slipway_artifacts_mirror_url=http://127.0.0.1:1", "-e", "slipway_artifacts_mirror_insecure_http=true",
+                  "-e", "slipway_kubernetes_version=1.37.7")
     output = result.stdout + result.stderr
     assert "slipway_kubernetes_version: 1.37.7 could not be checked: the mirror http://127.0.0.1:1 did not answer" in output
     assert "Read each node's facts" in output, output

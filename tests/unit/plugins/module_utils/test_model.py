@@ -982,3 +982,36 @@ def test_urls_and_registries_hold_only_what_a_url_or_an_image_reference_can(sett
 @pytest.mark.parametrize("url", ["https://mirror.example:5000", "http://192.0.2.5:8080/files/k8s", "https://m.example/a_b~c%20d"])
 def test_good_mirror_urls_pass(url):
     build(containerd_registry_mirrors={"docker.io": [url]}, slipway_artifacts_registry_mirror="registry.example:5000/mirror")
+
+
+def test_an_http_mirror_is_refused_saying_why_unless_the_inventory_accepts_the_risk():
+    mirror = {"slipway_artifacts_source": "mirror", "slipway_artifacts_mirror_url": "http://files.example:8080/k8s"}
+    assert one_problem(**mirror) == (
+        "slipway_artifacts_mirror_url: 'http://files.example:8080/k8s' is plain http://: anyone on the network between "
+        "the mirror and the controller or the nodes can read what they download and send other files in its place "
+        "(each is checked against the sha256 the collection pins and the run stops, but no cluster is made); serve "
+        "the mirror over https://, or set slipway_artifacts_mirror_insecure_http: true to accept that risk")
+    assert build(**mirror, slipway_artifacts_mirror_insecure_http=True)["artifacts"]["source"] == "mirror"
+    assert build(**mirror, slipway_artifacts_mirror_insecure_http="yes")["artifacts"]["source"] == "mirror"
+    build(slipway_artifacts_source="mirror", slipway_artifacts_mirror_url="https://files.example")
+
+
+def test_the_insecure_http_setting_is_a_boolean_and_misspelt_is_named():
+    assert "slipway_artifacts_mirror_insecure_http: 'sure' is not a boolean" in problems(slipway_artifacts_mirror_insecure_http="sure")[0]
+    assert problems(slipway_artifacts_mirror_insecure_htp=True) == [
+        "slipway_artifacts_mirror_insecure_htp: is not a setting of slipway.cluster; did you mean "
+        "slipway_artifacts_mirror_insecure_http?"]
+
+
+def test_the_inventorys_release_sums_reach_the_model_and_their_problems_are_the_inventorys():
+    sums = {"containerd": {"v2.3.7": {"amd64": "c" * 64, "arm64": "d" * 64}}}
+    model = build(slipway_artifacts_source="mirror", slipway_artifacts_mirror_url="https://files.example",
+                  slipway_artifacts_release_checksums=sums)
+    assert model["artifacts"]["archives"]["containerd"]["files"]["arm64"]["sha256"] == "d" * 64
+    assert model["artifacts"]["archives"]["containerd"]["files"]["arm64"]["pinned_by"] == "slipway_artifacts_release_checksums"
+    assert problems(slipway_artifacts_release_checksums={"containerd": {"v2.3.7": {"amd64": "c"}}}) == [
+        "slipway_artifacts_release_checksums.containerd.v2.3.7.amd64: is not a sha256 (64 hexadecimal digits); copy "
+        "it from the checksum file upstream publishes for the release"]
+    assert problems(slipway_artifacts_release_checksum=sums) == [
+        "slipway_artifacts_release_checksum: is not a setting of slipway.cluster; did you mean "
+        "slipway_artifacts_release_checksums?"]
