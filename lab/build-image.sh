@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Build the lab's node image: Debian bookworm with systemd as PID 1 and sshd, made with
-# debootstrap from the Debian mirror only (no container registry is reachable offline).
+# Build the lab's node image: Debian (bookworm or trixie) with systemd as PID 1 and sshd, made
+# with debootstrap from the Debian mirror only (no container registry is reachable offline).
 #
 # Usage: build-image.sh           build unless the image's inputs label is current
 #        build-image.sh --check   exit 0 if the image is current, 1 if missing or stale
 #        build-image.sh --force   rebuild even if current
-# Env:   SLIPWAY_LAB_IMAGE   image name (default localhost/slipway/node:bookworm)
+# Env:   SLIPWAY_LAB_RELEASE Debian release: bookworm (default) or trixie
+#        SLIPWAY_LAB_IMAGE   image name (default localhost/slipway/node:$SLIPWAY_LAB_RELEASE)
 #        SLIPWAY_LAB_MIRROR  Debian mirror (default http://deb.debian.org/debian)
 #        SLIPWAY_LAB_HOME    scratch space and package cache (default ~/.cache/slipway-lab)
 #
@@ -18,13 +19,15 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 script=$here/$(basename "${BASH_SOURCE[0]}")
 packages_file=$here/node-packages.txt
-IMAGE=${SLIPWAY_LAB_IMAGE:-localhost/slipway/node:bookworm}
+RELEASE=${SLIPWAY_LAB_RELEASE:-bookworm}
+case $RELEASE in bookworm|trixie) ;; *) echo "SLIPWAY_LAB_RELEASE: bookworm or trixie, not '$RELEASE'" >&2; exit 2 ;; esac
+IMAGE=${SLIPWAY_LAB_IMAGE:-localhost/slipway/node:$RELEASE}
 MIRROR=${SLIPWAY_LAB_MIRROR:-http://deb.debian.org/debian}
 LAB_HOME=${SLIPWAY_LAB_HOME:-$HOME/.cache/slipway-lab}
 LABEL=io.slipway.lab.inputs
 
 inputs_hash() {
-  { cat "$script" "$packages_file"; echo "$MIRROR"; uname -r; } | sha256sum | cut -c1-16
+  { cat "$script" "$packages_file"; echo "$MIRROR $RELEASE"; uname -r; } | sha256sum | cut -c1-16
 }
 
 image_label() {
@@ -43,15 +46,15 @@ bootstrap() {  # $1: target directory
   mkdir -p "$LAB_HOME/debs"  # downloaded packages are kept: a rebuild fetches only what changed
   # two stages, so dpkg can skip its fsync per file in between (an image is rebuilt, not repaired)
   debootstrap --foreign --variant=minbase --cache-dir="$LAB_HOME/debs" --include="$(packages)" \
-    bookworm "$1" "$MIRROR"
+    "$RELEASE" "$1" "$MIRROR"
   mkdir -p "$1/etc/dpkg/dpkg.cfg.d"
   echo force-unsafe-io > "$1/etc/dpkg/dpkg.cfg.d/90slipway-lab-build"
   chroot "$1" /debootstrap/debootstrap --second-stage
   rm -f "$1/etc/dpkg/dpkg.cfg.d/90slipway-lab-build"
   cat > "$1/etc/apt/sources.list" <<EOF
-deb $MIRROR bookworm main
-deb $MIRROR bookworm-updates main
-deb ${MIRROR%/debian}/debian-security bookworm-security main
+deb $MIRROR $RELEASE main
+deb $MIRROR $RELEASE-updates main
+deb ${MIRROR%/debian}/debian-security $RELEASE-security main
 EOF
   # no recommends/suggests inside nodes (faster, smaller, like cloud images)
   printf 'APT::Install-Recommends "false";\nAPT::Install-Suggests "false";\n' \
@@ -217,7 +220,7 @@ build() {  # $1: inputs hash
   rootfs=$work/rootfs
   # shellcheck disable=SC2064  # expand now: the trap must clean this very directory
   trap "unmount_below '$work'; rm -rf --one-file-system '$work'" EXIT
-  step "debootstrap bookworm from $MIRROR"; bootstrap "$rootfs"
+  step "debootstrap $RELEASE from $MIRROR"; bootstrap "$rootfs"
   step "configure systemd, /etc, sshd, apt lists, modules.builtin"
   configure_systemd "$rootfs"
   configure_etc "$rootfs"

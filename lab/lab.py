@@ -6,7 +6,7 @@ podman's default network, reached by Ansible over SSH like a real host. Run as r
 controller virtualenv's python (it needs PyYAML):
 
     lab.py image
-    lab.py up --cluster lab --node cp1:kube_control_plane,etcd --node w1:kube_node
+    lab.py up --cluster lab --node cp1:kube_control_plane,etcd --node w1:kube_node:trixie
     lab.py status [--cluster lab]
     lab.py down --cluster lab
 
@@ -37,6 +37,10 @@ import yaml
 LAB_DIR = Path(__file__).resolve().parent
 REPO_DIR = LAB_DIR.parent
 DEFAULT_INVENTORY = REPO_DIR / "inventories" / "lab" / "hosts.yml"
+# Debian releases a node may run (`--node NAME:GROUPS:RELEASE`); the first is a node's default unless
+# SLIPWAY_LAB_RELEASE names another. Each has its own image, built by build-image.sh.
+RELEASES = ("bookworm", "trixie")
+DEFAULT_RELEASE = os.environ.get("SLIPWAY_LAB_RELEASE", RELEASES[0])
 IMAGE = os.environ.get("SLIPWAY_LAB_IMAGE", "localhost/slipway/node:bookworm")
 NETWORK = "podman"  # podman's default network (10.88.0.0/16); never removed by anyone
 SUBNETS = tuple(ipaddress.ip_network(f"10.88.{i}.0/24") for i in range(100, 200))
@@ -173,10 +177,21 @@ def locked(home: Path, name: str = "lock") -> Iterator[None]:
 # ---------------------------------------------------------------------------- image and key
 
 
-def ensure_image(home: Path, force: bool = False) -> bool:
-    """Build the node image when missing or stale; True when it was built."""
+def image_for(release: str) -> str:
+    """The node image of a Debian release: $SLIPWAY_LAB_IMAGE is bookworm's; another release's has its tag
+    (localhost/slipway/node:trixie), or the same name with -RELEASE when $SLIPWAY_LAB_IMAGE names its own tag."""
+    if release == RELEASES[0]:
+        return IMAGE
+    if IMAGE.endswith(":" + RELEASES[0]):
+        return IMAGE[: -len(RELEASES[0])] + release
+    return f"{IMAGE}-{release}"
+
+
+def ensure_image(home: Path, force: bool = False, release: str = RELEASES[0]) -> bool:
+    """Build the node image of a release when missing or stale; True when it was built."""
     script = LAB_DIR / "build-image.sh"
-    env = {**podman_env(), "SLIPWAY_LAB_IMAGE": IMAGE, "SLIPWAY_LAB_HOME": str(home)}
+    image = image_for(release)
+    env = {**podman_env(), "SLIPWAY_LAB_IMAGE": image, "SLIPWAY_LAB_RELEASE": release, "SLIPWAY_LAB_HOME": str(home)}
 
     def current() -> bool:
         return subprocess.run([str(script), "--check"], check=False, env=env).returncode == 0
@@ -186,12 +201,13 @@ def ensure_image(home: Path, force: bool = False) -> bool:
     with locked(home, "image.lock"):  # one build at a time; a waiting run reuses its result
         if not force and current():
             return False
-        build_image(script, env, home / "build-image.log")
+        log = home / ("build-image.log" if release == RELEASES[0] else f"build-image-{release}.log")
+        build_image(script, env, log)
     return True
 
 
 def build_image(script: Path, env: dict[str, str], log: Path) -> None:
-    print(f"building node image {IMAGE} with debootstrap (1-3 min), log: {log}", flush=True)
+    print(f"building node image {env['SLIPWAY_LAB_IMAGE']} with debootstrap (1-3 min), log: {log}", flush=True)
     with open(log, "w", encoding="utf-8") as out:
         args = [str(script), "--force"]
         rc = subprocess.run(args, check=False, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
@@ -223,6 +239,7 @@ class Node:
     name: str
     groups: tuple[str, ...]
     ip: str = ""
+    release: str = RELEASES[0]
 
 
 @dataclasses.dataclass
@@ -245,7 +262,8 @@ class Cluster:
     def from_json(cls, text: str) -> Cluster:
         data = json.loads(text)
         nodes = {
-            name: Node(name, tuple(node["groups"]), node["ip"]) for name, node in data["nodes"].items()
+            name: Node(name, tuple(node["groups"]), node["ip"], node.get("release", RELEASES[0]))
+            for name, node in data["nodes"].items()
         }
         return cls(data["name"], data["subnet"], nodes, data.get("inventory", ""), tuple(data.get("volumes") or ()))
 
@@ -258,6 +276,7 @@ class Container:
     ip: str
     state: str
     image_id: str
+    release: str = RELEASES[0]
 
 
 def container_name(cluster: str, node: str) -> str:
@@ -265,7 +284,12 @@ def container_name(cluster: str, node: str) -> str:
 
 
 def parse_node(spec: str) -> Node:
-    name, _colon, groups_text = spec.partition(":")
+    """NAME:GROUP[,GROUP...][:RELEASE]"""
+    name, _colon, rest = spec.partition(":")
+    groups_text, _colon, release = rest.partition(":")
+    release = release or DEFAULT_RELEASE
+    if release not in RELEASES:
+        raise LabError(f"bad release {release!r} in --node {spec!r}: use one of {', '.join(RELEASES)}")
     groups = tuple(group for group in groups_text.split(",") if group)
     if not NAME_RE.match(name):
         raise LabError(f"bad node name {name!r} in --node {spec!r}: use lowercase letters, digits and '-'")
@@ -274,7 +298,7 @@ def parse_node(spec: str) -> Node:
             raise LabError(f"bad group name {group!r} in --node {spec!r}: use letters, digits and '_'")
         if group == "k8s_cluster":
             raise LabError("k8s_cluster is made from kube_control_plane and kube_node: do not list it")
-    return Node(name, tuple(dict.fromkeys(groups)))
+    return Node(name, tuple(dict.fromkeys(groups)), release=release)
 
 
 def parse_volume(spec: str) -> str:
@@ -298,7 +322,7 @@ def parse_nodes(specs: Iterable[str]) -> dict[str, Node]:
             raise LabError(f"node {node.name!r} is given twice")
         nodes[node.name] = node
     if not nodes:
-        raise LabError("give at least one --node NAME:GROUP[,GROUP...]")
+        raise LabError("give at least one --node NAME:GROUP[,GROUP...][:RELEASE]")
     return nodes
 
 
@@ -370,6 +394,7 @@ def list_containers(cluster: str | None = None) -> list[Container]:
             ip=row["Labels"].get(f"{LABEL}.ip", ""),
             state=row["State"],
             image_id=row["ImageID"],
+            release=row["Labels"].get(f"{LABEL}.release", RELEASES[0]),
         )
         for row in rows
     ]
@@ -459,6 +484,7 @@ def node_run_args(cluster: Cluster, node: Node, key: Path) -> list[str]:
         "--label", f"{LABEL}.cluster={cluster.name}",
         "--label", f"{LABEL}.node={node.name}",
         "--label", f"{LABEL}.ip={node.ip}",
+        "--label", f"{LABEL}.release={node.release}",
         "--privileged",                  # systemd sandboxing, mounts, sysctls, nested containerd
         "--systemd=always",              # systemd as PID 1 (image CMD /sbin/init)
         "--cgroupns=host",               # never privileged + private cgroupns (systemd escapes)
@@ -469,7 +495,7 @@ def node_run_args(cluster: Cluster, node: Node, key: Path) -> list[str]:
         "--volume", "/var/lib/containerd",
         "--volume", f"{key.with_suffix('.pub')}:/root/.ssh/authorized_keys:ro",
         *mounts,
-        IMAGE,
+        image_for(node.release),
     ]
 
 
@@ -566,16 +592,16 @@ def print_table(rows: list[list[str]]) -> None:
 
 def status_rows(clusters: list[Cluster], containers: list[Container]) -> list[list[str]]:
     by_name = {c.name: c for c in containers}
-    rows = [["CLUSTER", "NODE", "STATE", "IP", "GROUPS", "CONTAINER"]]
+    rows = [["CLUSTER", "NODE", "STATE", "IP", "GROUPS", "DEBIAN", "CONTAINER"]]
     for cluster in clusters:
         for node in sorted(cluster.nodes.values(), key=lambda n: ipaddress.ip_address(n.ip)):
             name = container_name(cluster.name, node.name)
             state = by_name[name].state if name in by_name else "missing"
-            rows.append([cluster.name, node.name, state, node.ip, ",".join(node.groups) or "-", name])
+            rows.append([cluster.name, node.name, state, node.ip, ",".join(node.groups) or "-", node.release, name])
     known = {container_name(c.name, n) for c in clusters for n in c.nodes}
     for c in containers:
         if c.name not in known:
-            rows.append([c.cluster, c.node, f"{c.state} (no state)", c.ip, "-", c.name])
+            rows.append([c.cluster, c.node, f"{c.state} (no state)", c.ip, "-", c.release, c.name])
     return rows
 
 
@@ -583,8 +609,9 @@ def status_rows(clusters: list[Cluster], containers: list[Container]) -> list[li
 
 
 def cmd_image(args: argparse.Namespace) -> int:
-    built = ensure_image(lab_home(), force=args.force)
-    print(f"{IMAGE}: {'built' if built else 'up to date'}")
+    for release in args.release or [DEFAULT_RELEASE]:
+        built = ensure_image(lab_home(), force=args.force, release=release)
+        print(f"{image_for(release)}: {'built' if built else 'up to date'}")
     return 0
 
 
@@ -599,7 +626,8 @@ def converge_nodes(cluster: Cluster, key: Path, need_each: int = 0) -> list[str]
     a new node takes), refuse before any change when podman's storage cannot hold the nodes to create."""
     containers = {c.name: c for c in list_containers(cluster.name)}
     wanted = {container_name(cluster.name, n.name): n for n in cluster.nodes.values()}
-    stale = [name for name, c in containers.items() if name not in wanted or c.ip != wanted[name].ip]
+    stale = [name for name, c in containers.items()
+             if name not in wanted or c.ip != wanted[name].ip or c.release != wanted[name].release]
     missing = [node for name, node in wanted.items() if name not in containers or name in stale]
     if need_each and missing:
         check_space(len(missing), need_each, *storage_free())
@@ -616,11 +644,12 @@ def converge_nodes(cluster: Cluster, key: Path, need_each: int = 0) -> list[str]
 
 
 def image_notes(containers: list[Container]) -> list[str]:
-    current = podman("image", "inspect", "--format", "{{.Id}}", IMAGE).strip()
+    current = {release: podman("image", "inspect", "--format", "{{.Id}}", image_for(release)).strip()
+               for release in sorted({c.release for c in containers})}
     return [
         f"note: {c.name} runs an older node image; `down` then `up` to move it to the new one"
         for c in containers
-        if c.image_id != current
+        if c.image_id != current[c.release]
     ]
 
 
@@ -631,7 +660,9 @@ def cmd_up(args: argparse.Namespace) -> int:
     volumes = tuple(parse_volume(spec) for spec in args.volume)
     extra_vars = parse_vars(args.vars)
     inventory = Path(args.inventory).resolve() if args.inventory else DEFAULT_INVENTORY
-    built = ensure_image(home)
+    built = False
+    for release in sorted({node.release for node in wanted.values()}):
+        built = ensure_image(home, release=release) or built
     key = ensure_key(home)
     for line in raise_kernel_limits():
         print(line)
@@ -700,11 +731,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     image = sub.add_parser("image", help="build the node image if missing or stale")
     image.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    image.add_argument("--release", action="append", choices=RELEASES,
+                       help=f"the Debian release's image (repeatable; default {DEFAULT_RELEASE})")
     image.set_defaults(func=cmd_image)
     up = sub.add_parser("up", help="create or start a cluster's nodes and write its inventory")
     up.add_argument("--cluster", required=True, type=cluster_name)
-    up.add_argument("--node", action="append", default=[], metavar="NAME:GROUP[,GROUP...]",
-                    help="a node and its inventory groups (repeat for each node)")
+    up.add_argument("--node", action="append", default=[], metavar="NAME:GROUP[,GROUP...][:RELEASE]",
+                    help=f"a node, its inventory groups and its Debian release ({' or '.join(RELEASES)}; "
+                         f"default {DEFAULT_RELEASE}); repeat for each node")
     up.add_argument("--inventory", metavar="PATH", help=f"inventory to write (default {DEFAULT_INVENTORY})")
     up.add_argument("--vars", action="append", default=[], metavar="KEY=VALUE",
                     help="a variable for group all (value read as YAML; repeat)")

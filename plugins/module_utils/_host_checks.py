@@ -224,6 +224,9 @@ def check_hosts(
         swap = int((facts.get("swap") or {}).get("total_mb") or 0)
         if swap and node.get("kubernetes"):
             warnings.append(Problem(f"host {host}", f"swap is on ({swap} MB); the preinstall role turns it off for the kubelet"))
+        untested = _untested_platform(facts)
+        if untested:
+            warnings.append(Problem(f"host {host}", untested))
         if node.get("kubernetes") and facts.get("cgroup_version") == 1:
             warnings.append(Problem(
                 f"host {host}",
@@ -231,6 +234,20 @@ def check_hosts(
                 "upstream: boot with systemd.unified_cgroup_hierarchy=1 to move to cgroup v2",
             ))
     return problems, warnings
+
+
+def _untested_platform(facts: Mapping[str, Any]) -> str:
+    """What of a supported host no test of the collection runs (docs/preflight.md, the platforms): said, not refused."""
+    os_info = facts.get("os") or {}
+    untested = []
+    if os_info.get("id") == "ubuntu" and str(os_info.get("version_id", "")) in SUPPORTED_OS["ubuntu"]:
+        untested.append(f"Ubuntu {os_info.get('version_id')}")
+    if facts.get("arch") in ("aarch64", "arm64"):
+        untested.append("aarch64")
+    if not untested:
+        return ""
+    return (f"runs {' on '.join(untested)}, which is supported but run by none of the collection's tests (they run "
+            "Debian 12 and 13 on x86_64; docs/preflight.md, the platforms): report what differs")
 
 
 def node_summary(facts: Mapping[str, Any]) -> dict[str, Any]:

@@ -163,6 +163,21 @@ def test_swap_and_cgroup_v1_are_warnings(model):
     assert warnings[1].startswith("host w1: uses cgroup v1; the kubelet runs with failCgroupV1: false")
 
 
+def test_a_supported_platform_no_test_runs_is_a_warning(model):
+    ubuntu = {"os": {"id": "ubuntu", "version_id": "24.04", "pretty_name": "Ubuntu 24.04.3 LTS"}}
+    problems, warnings = run(model, w1=ubuntu, cp1={"arch": "aarch64"})
+    assert problems == []
+    assert warnings == [
+        "host cp1: runs aarch64, which is supported but run by none of the collection's tests (they run Debian 12 and "
+        "13 on x86_64; docs/preflight.md, the platforms): report what differs",
+        "host w1: runs Ubuntu 24.04, which is supported but run by none of the collection's tests (they run Debian 12 "
+        "and 13 on x86_64; docs/preflight.md, the platforms): report what differs"]
+    both = run(model, w1={**ubuntu, "arch": "arm64"})[1]
+    assert both[0].startswith("host w1: runs Ubuntu 24.04 on aarch64, which is supported but run by none")
+    debian13 = {"os": {"id": "debian", "version_id": "13", "pretty_name": "Debian GNU/Linux 13 (trixie)"}}
+    assert run(model, w1=debian13) == ([], [])
+
+
 def test_unreachable_host_is_reported_with_the_others(model):
     problems = run(model, w1=None, cp1={"cpus": 1})[0]
     assert "host w1: could not be checked (unreachable or failed); fix the connection and rerun" in problems
