@@ -296,7 +296,8 @@ def run_playbook(run: dict, inventory: Path, extravars: Path, work: Path, collec
            # ansible-playbook beside this Python (a virtual environment's bin, or the image's /usr/bin).
            "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "/usr/bin:/bin")]),
            "HOME": str(work),
-           # Its only setting: how often ansible-playbook checks on its workers (slipway_operator.logic.ANSIBLE_CFG).
+           # Its settings: how often ansible-playbook checks on its workers, and facts not injected as variables
+           # (slipway_operator.logic.ANSIBLE_CFG).
            "ANSIBLE_CONFIG": ansible_config(work)}
     # The variables as a file of their own, every value marked unsafe (-e @file; ansible-runner's extravars would
     # write them as JSON, which Ansible templates).

@@ -6,7 +6,8 @@
 - ``component_states`` / ``status_counts``: the components and their statuses as the collection's
   own catalogue (plugins/module_utils/_cluster_configuration.py) reads them from the resource.
 - ``transitions``: the Events a reconcile posts, from the statuses before and after it.
-- ``ansible_config``: the ansible.cfg of the playbook runs in the operator's and the fleet's pods.
+- ``ansible_config``: the ansible.cfg of the playbook runs in the operator's and the fleet's pods (the poll interval,
+  facts not injected as variables).
 """
 
 from __future__ import annotations
@@ -71,7 +72,9 @@ class Debouncer:
 # ansible-playbook's main process checks on its workers every internal_poll_interval while a task runs: Ansible's
 # 0.001 s costs about 6 % of a core per waiting run (docs/performance.md), 0.01 s almost nothing, and a task's result
 # is seen at most 10 ms later. The setting has no environment variable: it is written to the run's ansible.cfg.
-ANSIBLE_CFG = "[defaults]\ninternal_poll_interval = 0.01\n"
+# Facts reach the playbooks only as ansible_facts['name'], as in the checkout's ansible.cfg: ansible-core 2.20
+# deprecates facts injected as top-level variables and 2.24 removes them.
+ANSIBLE_CFG = "[defaults]\ninternal_poll_interval = 0.01\ninject_facts_as_vars = False\n"
 
 
 def ansible_config(directory: Path) -> str:

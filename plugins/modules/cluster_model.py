@@ -19,6 +19,10 @@ description:
   - Every problem found is reported at once, in one list naming the variable or host and what to change,
     and the task fails before any host is contacted. The module never connects to a host.
   - Returns the model as the fact C(slipway_cluster). Used with C(run_once), the fact reaches every host of the play.
+  - Ansible gives a fact as C(ansible_facts.slipway_cluster); as the top-level variable C(slipway_cluster) only while
+    it injects facts as variables (C(inject_facts_as_vars), deprecated by ansible-core 2.20). The collection's roles
+    read the variable C(slipway_cluster), so hand the model to them with O(as_fact=false) and
+    M(ansible.builtin.set_fact).
   - The C(slipway_*) settings are read from the variables of the host the task runs for; O(settings) overrides them.
 options:
   settings:
@@ -28,14 +32,15 @@ options:
         C(slipway_pod_cidr), C(slipway_service_cidr), C(slipway_node_cidr_mask_size), C(slipway_lb_mode),
         C(slipway_lb_port), C(slipway_apiserver_port), C(slipway_control_plane_endpoint), C(slipway_cni),
         C(slipway_etcd_mode), C(slipway_etcd_even_members_ok), C(slipway_artifacts_source), C(slipway_artifacts_bundle_dir),
-        C(slipway_artifacts_mirror_url), C(slipway_artifacts_registry_mirror), C(slipway_kubesphere_enabled),
+        C(slipway_artifacts_mirror_url), C(slipway_artifacts_mirror_insecure_http), C(slipway_artifacts_release_checksums),
+        C(slipway_artifacts_registry_mirror), C(slipway_kubesphere_enabled),
         C(slipway_operator_enabled), C(slipway_hardening) and C(slipway_secrets_encryption). docs/preflight.md
         describes each.
       - With C(slipway_artifacts_source=bundle) the bundle's manifest.yml is read and every file's sha256 checked
         on the controller; a relative C(slipway_artifacts_bundle_dir) is relative to the inventory directory.
       - With C(slipway_artifacts_source=upstream) a C(slipway_kubernetes_version) that is not a release the collection
         knows of is refused, with no network access; with C(mirror) the controller asks the mirror for the release's
-        kubeadm checksum file (HEAD, then GET), and a mirror that does not answer the controller is a warning only.
+        kubeadm (HEAD, then GET), and a mirror that does not answer the controller is a warning only.
       - Cluster-wide settings are read once, from the host the task runs for. A C(slipway_*) setting, or a role
         variable the model checks, whose value differs between the hosts (set in host_vars or in the group_vars of
         another group than C(all)) is a problem naming it and the hosts.
@@ -87,6 +92,22 @@ EXAMPLES = r"""
   slipway.cluster.cluster_model:
   run_once: true
 
+- name: Show the model's control planes
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.slipway_cluster.control_planes }}"
+  run_once: true
+
+- name: Validate the inventory, for the roles
+  slipway.cluster.cluster_model:
+    as_fact: false
+  register: __site_model
+  run_once: true
+
+- name: Give every host the model the roles read
+  ansible.builtin.set_fact:
+    slipway_cluster: "{{ __site_model.model }}"
+  run_once: true
+
 - name: Validate with an explicit version
   slipway.cluster.cluster_model:
     settings:
@@ -103,7 +124,7 @@ model:
   type: dict
   version_added: 0.1.0
 ansible_facts:
-  description: The model, as the fact C(slipway_cluster).
+  description: The model, as the fact C(slipway_cluster) (read as C(ansible_facts.slipway_cluster)).
   returned: success and O(as_fact=true)
   type: dict
   contains:

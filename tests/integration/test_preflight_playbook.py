@@ -77,7 +77,10 @@ def test_the_sample_inventory_is_valid(tmp_path, tool):
               run_once: true
             - name: Show it
               ansible.builtin.debug:
-                msg: "{{ slipway_cluster.control_planes | join(',') }} {{ slipway_cluster.nodes.node2.address }} {{ slipway_cluster.endpoint.address }}"
+                msg: "{{ model.control_planes | join(',') }} {{ model.nodes.node2.address }} {{ model.endpoint.address }}"
+              vars:
+                # The fact, as Ansible gives it without injecting facts as variables (ansible.cfg).
+                model: "{{ ansible_facts.slipway_cluster }}"
               run_once: true
         """))
     result = run([tool("ansible-playbook"), "-i", str(ROOT / "inventories/sample/hosts.yml"), str(playbook)])
