@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.slipway.cluster.plugins.module_utils._certificates import cert_report, pem_sections, renew_due
+from ansible_collections.slipway.cluster.plugins.module_utils._certificates import cert_list, cert_report, pem_sections, renew_due
 
 
 class FilterModule:
@@ -12,6 +12,7 @@ class FilterModule:
 
     def filters(self):
         return {
+            "cert_list": cert_list,
             "cert_report": cert_report,
             "pem_sections": pem_sections,
             "renew_due": renew_due,

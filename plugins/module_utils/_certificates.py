@@ -6,6 +6,7 @@ Pure Python: the playbook reads the certificates and hands them here; every deci
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping, Sequence
@@ -84,3 +85,63 @@ def pem_sections(text: str) -> list[list[str]]:
     or by something else is left out.
     """
     return [[name, pem] for name, pem in _PEM_SECTION.findall(text or "")]
+
+
+# A file certs.yml expected and found nowhere: "!! NAME=PATH[,PATH...]" on a line of its own.
+_MISSING = re.compile(r"^!! ([^=\n]+)=(.*)$", re.MULTILINE)
+
+
+def _pem_not_after(pem: str) -> str:
+    """A PEM certificate's end of validity as ``YYYYMMDDHHMMSSZ`` (as community.crypto's x509_certificate_info gives it)."""
+    # Imported here: the controller's filters need cryptography (community.crypto needs it too), modules never do.
+    from cryptography import x509  # pylint: disable=import-outside-toplevel
+
+    cert = x509.load_pem_x509_certificate(pem.encode())
+    not_after = getattr(cert, "not_valid_after_utc", None) or cert.not_valid_after
+    return not_after.strftime("%Y%m%d%H%M%SZ")
+
+
+def _stdout(read: Any) -> str:
+    """What a registered command printed: a skipped or absent read prints nothing."""
+    if isinstance(read, Mapping):
+        return str(read.get("stdout") or "")
+    return str(read or "")
+
+
+def _is_etcd(name: str) -> bool:
+    return name.startswith("etcd") or name == "apiserver-etcd-client"
+
+
+def cert_list(hosts: Sequence[str], kubeadm_reads: Sequence[Any], pem_reads: Sequence[Any],
+              admin_pem: str) -> list[dict[str, Any]]:
+    """Every certificate the certs role read, as ``cert_report`` takes them: the admin kubeconfig's first.
+
+    ``hosts`` and the two read lists go together, one entry per host: what ``kubeadm certs check-expiration --output
+    json`` printed (its ``certificates`` and ``certificateAuthorities``; one kubeadm reports ``missing`` is left out),
+    and what the read of the kubelet's and external etcd's files printed (``== NAME`` then the file, or ``!! NAME=PATHS``
+    for a file found nowhere). Each entry is a registered result (its ``stdout``), a string, or nothing (a skipped
+    read). ``admin_pem`` is the admin kubeconfig's client certificate (host ``controller``).
+    kubeadm's entries carry ``kubeadm`` (a certificate or kubeconfig that ``kubeadm certs renew`` renews, not a CA) and
+    ``renewable`` (kubeadm signs it from a CA it holds); the files' entries carry ``etcd`` (external etcd's).
+    """
+    found: list[dict[str, Any]] = [{"host": "controller", "name": "admin kubeconfig", "not_after": _pem_not_after(admin_pem)}]
+    if not len(hosts) == len(kubeadm_reads) == len(pem_reads):
+        raise ValueError(f"cert_list: {len(hosts)} hosts, {len(kubeadm_reads)} kubeadm reads and {len(pem_reads)}"
+                         " file reads: give one read of each kind per host")
+    for host, kubeadm, pem_read in zip(hosts, kubeadm_reads, pem_reads):
+        kubeadm_text = _stdout(kubeadm)
+        if kubeadm_text:
+            parsed = json.loads(kubeadm_text)
+            for cert in list(parsed.get("certificates") or []) + list(parsed.get("certificateAuthorities") or []):
+                if cert.get("missing"):
+                    continue
+                name = cert["name"]
+                found.append({"host": host, "name": name, "not_after": cert["expirationDate"],
+                              "kubeadm": name.endswith(".conf") or not name.endswith("ca"),
+                              "renewable": not cert.get("externallyManaged") and "caName" in cert})
+        text = _stdout(pem_read)
+        for name, pem in pem_sections(text):
+            found.append({"host": host, "name": name, "not_after": _pem_not_after(pem), "etcd": _is_etcd(name)})
+        for name, paths in _MISSING.findall(text):
+            found.append({"host": host, "name": name, "missing": paths.split(","), "etcd": _is_etcd(name)})
+    return found

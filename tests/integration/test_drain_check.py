@@ -160,17 +160,18 @@ def test_a_budget_name_the_cluster_lacks_stops_the_check_with_what_to_write(kube
     assert "ignore: default/no-such-budget names no PodDisruptionBudget of the cluster" in output
 
 
-REMOVE_NODE = ROOT / "playbooks" / "remove_node.yml"
-# remove_node.yml's own tasks, run as written: the drain check, the problems it adds, the overrides it shows.
+REMOVE_NODE = ROOT / "roles" / "remove_node"
+# remove_node.yml's drain check (the remove_node role's plan entry point), its tasks run as written with the role's
+# defaults and vars: the drain check, the problems it adds, the overrides it shows.
 REMOVE_NODE_TASKS = ("Check that every drain of the removal can finish", "Add the budgets that would block a drain to the problems",
                      "Say which blocking budgets are let through")
 
 
 def remove_check(kube_api, cluster: Cluster, tmp_path: Path, names: list[str], extra: list[str]) -> tuple[dict, str]:
-    """remove_node.yml's drain check tasks, copied from the playbook, after facts like its first plays decide (every
-    machine answers); the removal plan afterwards and the run's output."""
-    decide = next(play for play in yaml.safe_load(REMOVE_NODE.read_text()) if play["name"] == "Decide the removal before any change")
-    tasks = [task for task in decide["tasks"] if task["name"] in REMOVE_NODE_TASKS]
+    """remove_node.yml's drain check tasks, taken from the remove_node role's plan entry point, after facts like its
+    first plays decide (every machine answers); the removal plan afterwards and the run's output."""
+    tasks = [task for task in yaml.safe_load((REMOVE_NODE / "tasks" / "plan.yml").read_text())
+             if task["name"] in REMOVE_NODE_TASKS]
     assert [task["name"] for task in tasks] == list(REMOVE_NODE_TASKS)
     hosts = cluster.control_planes + cluster.workers
     (tmp_path / "hosts.ini").write_text("".join(f"{name} ansible_connection=local\n" for name in hosts))
@@ -179,6 +180,7 @@ def remove_check(kube_api, cluster: Cluster, tmp_path: Path, names: list[str], e
         "name": "remove_node.yml's drain check",
         "hosts": "all",
         "gather_facts": False,
+        "vars_files": [str(REMOVE_NODE / "defaults" / "main.yml"), str(REMOVE_NODE / "vars" / "main.yml")],
         "tasks": [
             {"name": "What the first plays decided", "ansible.builtin.set_fact": {
                 "_remove_node_names": names, "_remove_node_force": force,

@@ -125,12 +125,52 @@ def private_reads() -> list[str]:
 
 
 def test_the_roles_have_private_names():
-    assert all(private_names(role) for role in ("control_plane", "etcd", "node", "loadbalancer"))
+    assert all(private_names(role) for role in ("control_plane", "etcd", "node", "loadbalancer", "certs", "remove_node",
+                                                "etcd_restore", "recover"))
 
 
 def test_no_file_outside_a_role_names_its_private_variables():
     found = private_reads()
     assert not found, "pass inputs by vars: under a declared option, read results by a public name:\n" + "\n".join(found)
+
+
+# The playbooks that are plays of entry points: their state lives in roles, where the checks above see it.
+ROLE_PLAYBOOKS = ("upgrade.yml", "certs.yml",
+                  "remove_node.yml", "etcd_restore.yml", "recover_control_plane.yml")
+PLAYBOOK_ACTIONS = ROLE_ACTIONS | {"import_playbook", "ansible.builtin.import_playbook"}
+
+
+def own_tasks(path: str) -> list[str]:
+    """The tasks of a playbook that run no role (blocks looked into), by name."""
+    found = []
+
+    def visit(tasks):
+        for task in tasks or []:
+            if "block" in task:
+                visit(task["block"])
+                visit(task.get("rescue"))
+                visit(task.get("always"))
+            elif not PLAYBOOK_ACTIONS & set(task):
+                found.append(str(task.get("name")))
+
+    for play in load_all(path)[0]:
+        if not PLAYBOOK_ACTIONS & set(play):
+            for section in ("pre_tasks", "tasks", "post_tasks", "handlers"):
+                visit(play.get(section))
+    return found
+
+
+@pytest.mark.parametrize("playbook", ROLE_PLAYBOOKS)
+def test_the_playbooks_of_entry_points_run_no_task_of_their_own(playbook):
+    found = own_tasks(os.path.join(COLLECTION, "playbooks", playbook))
+    assert not found, f"playbooks/{playbook}: move these tasks into a role's entry point:\n" + "\n".join(found)
+
+
+def test_a_task_of_its_own_is_found(tmp_path):
+    path = tmp_path / "play.yml"
+    path.write_text("- hosts: all\n  tasks:\n    - block:\n        - name: Own\n          ansible.builtin.debug: {}\n"
+                    "        - ansible.builtin.include_role: {name: x}\n", encoding="utf-8")
+    assert own_tasks(str(path)) == ["Own"]
 
 
 @pytest.mark.parametrize("text, expected", [
