@@ -7,13 +7,14 @@ import shutil
 import sys
 import time
 
-from . import (debs, download, elf, gomod, kscore, kubeadm, manifest, monitoring, pyimage, runtime,
-               steps, versions)
+from . import (conformance, debs, download, elf, gomod, kscore, kubeadm, manifest, monitoring, pyimage,
+               runtime, steps, versions)
 
 # Failures with a message of their own: reported without a traceback.
 BUILD_ERRORS = (gomod.GoError, debs.DebError, kubeadm.KubeadmError, download.ChecksumError,
                 download.DownloadError, elf.ElfError, manifest.ManifestError,
-                versions.VersionError, pyimage.ImageError, kscore.KsCoreError)
+                versions.VersionError, pyimage.ImageError, kscore.KsCoreError,
+                conformance.ConformanceError)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS_BUNDLE = os.path.dirname(HERE)
@@ -31,6 +32,10 @@ BACKENDS = ("source", "download")
 #                shared/reference/kubesphere) and its monitoring (clusters with slipway_kubesphere_enabled or the operator)
 #   operator     the slipway-operator image (slipway_operator_enabled, playbooks/operator.yml)
 OPTIONAL_PARTS = ("kubesphere", "operator")
+# What `--with` adds to a bundle: parts no cluster runs, off by default (make test and make lab do not build them).
+#   conformance  the Kubernetes conformance suite of each release: e2e.test, ginkgo and the images its
+#                [Conformance] specs run (conformance.py), under <release>/conformance/
+OPT_IN_PARTS = ("conformance",)
 
 
 def builder_sources():
@@ -66,14 +71,26 @@ def _link_or_copy(src, dest, mode):
 
 def _place(new, result, prefix=""):
     """Link one release's files under ``new``/``prefix``; return its binaries and images entries."""
+    return _place_files(new, result.binaries, result.images, prefix)
+
+
+def _place_conformance(new, result, prefix=""):
+    """The release's conformance suite, if it was built: its manifest section, else None."""
+    if not result.conformance_binaries and not result.conformance_images:
+        return None
+    binaries, images = _place_files(new, result.conformance_binaries, result.conformance_images, prefix)
+    return {"binaries": binaries, "images": images}
+
+
+def _place_files(new, result_binaries, result_images, prefix):
     binaries, images = [], []
-    for relpath, source, component in result.binaries:
+    for relpath, source, component in result_binaries:
         relpath = prefix + relpath
         dest = os.path.join(new, relpath)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         _link_or_copy(source, dest, 0o755)
         binaries.append(manifest.file_entry(new, relpath, component=component))
-    for relpath, source, name, ref, component in result.images:
+    for relpath, source, name, ref, component in result_images:
         relpath = prefix + relpath
         dest = os.path.join(new, relpath)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
@@ -91,7 +108,7 @@ def assemble(out_dir, result, arch=versions.ARCH, others=()):
     """
     os.makedirs(out_dir, exist_ok=True)
     has_manifest = os.path.exists(os.path.join(out_dir, manifest.MANIFEST_NAME))
-    tops = manifest.CONTENT_DIRS + (manifest.RELEASES_DIR,)
+    tops = manifest.CONTENT_DIRS + (manifest.RELEASES_DIR, manifest.CONFORMANCE)
     for top in tops:
         if os.path.exists(os.path.join(out_dir, top)) and not has_manifest:
             raise SystemExit("%s has a %s/ but no %s: not a bundle, refusing to replace it"
@@ -110,13 +127,19 @@ def assemble(out_dir, result, arch=versions.ARCH, others=()):
         "binaries": binaries,
         "images": images,
     }
+    suite = _place_conformance(new, result)
+    if suite is not None:
+        data[manifest.CONFORMANCE] = suite
     releases = []
     for other in others:
         other_binaries, other_images = _place(
             new, other, "%s/%s/" % (manifest.RELEASES_DIR, other.kubernetes_version))
-        releases.append({"kubernetes_version": other.kubernetes_version,
-                         "components": other.components,
-                         "binaries": other_binaries, "images": other_images})
+        entry = {"kubernetes_version": other.kubernetes_version, "components": other.components,
+                 "binaries": other_binaries, "images": other_images}
+        suite = _place_conformance(new, other, "%s/%s/" % (manifest.RELEASES_DIR, other.kubernetes_version))
+        if suite is not None:
+            entry[manifest.CONFORMANCE] = suite
+        releases.append(entry)
     if releases:
         data["releases"] = releases
     for name in (manifest.MANIFEST_NAME, BUILD_STAMP):
@@ -164,6 +187,7 @@ def build(args, out=sys.stdout):
     backend = backends[0]
     inputs = backend.inputs() if len(backends) == 1 else [each.inputs() for each in backends]
     without = sorted(set(getattr(args, "without", None) or ()))
+    with_parts = sorted(set(getattr(args, "with_parts", None) or ()))
     # KubeSphere's core is built from archives outside the checkout: their sha256 is part of the key.
     kubesphere_sources = None
     if "kubesphere" not in without and backend.name == "source":
@@ -179,7 +203,7 @@ def build(args, out=sys.stdout):
                   if backend.name == "source" else None)
     key = steps.digest({"backend": backend.name, "arch": versions.ARCH,
                         "inputs": inputs, "operator": pyimage.sources_digest(),
-                        "libseccomp": libseccomp, "without": without,
+                        "libseccomp": libseccomp, "without": without, "with": with_parts,
                         "code": steps.files_digest(builder_sources())})
     times_path = os.path.join(cache_dir, "build-times.json")
     times = _read_json(times_path)
@@ -210,6 +234,9 @@ def build(args, out=sys.stdout):
         backend.alongside = runtime_parts
     for each in backends:
         results.append(each.build())
+        if "conformance" in with_parts:
+            # After the release's own build: its images are the suite's pause and etcd.
+            conformance.build(each, results[-1])
         # Step names say their version (kubernetes v1.36.5, ...); shared steps (flannel, the
         # Debian root) are reused by the second release.
         ran_steps.extend(each.steps.ran)
@@ -271,6 +298,11 @@ def build(args, out=sys.stdout):
         for entry in release["images"]:
             out.write("  %-32s %s\n" % (entry["path"], entry["ref"]))
         out.write("  %d binaries\n" % len(release["binaries"]))
+        suite = release.get(manifest.CONFORMANCE)
+        if suite:
+            for entry in suite["images"]:
+                out.write("  %-46s %s\n" % (entry["path"], entry["ref"]))
+            out.write("  %s\n" % " ".join(entry["path"] for entry in suite["binaries"]))
     for name, secs in ran_steps:
         out.write("  step %-28s %s\n" % (name, _human(secs)))
     if reused_steps:
@@ -297,10 +329,14 @@ def verify(args, out=sys.stdout):
         out.write("bundle %s: %d problem(s)\n" % (args.dir, len(problems)))
         return 1
     every = manifest.releases(data)
-    out.write("bundle %s: %d binaries and %d images match manifest.yml (Kubernetes %s)\n"
+    suites = [release[manifest.CONFORMANCE] for release in every if release.get(manifest.CONFORMANCE)]
+    out.write("bundle %s: %d binaries and %d images match manifest.yml (Kubernetes %s)%s\n"
               % (args.dir, sum(len(release["binaries"]) for release in every),
                  sum(len(release["images"]) for release in every),
-                 ", ".join(release["kubernetes_version"] for release in every)))
+                 ", ".join(release["kubernetes_version"] for release in every),
+                 "; the conformance suite: %d binaries and %d images" % (
+                     sum(len(suite["binaries"]) for suite in suites), sum(len(suite["images"]) for suite in suites))
+                 if suites else ""))
     return 0
 
 
@@ -321,6 +357,10 @@ def parser():
                       help="leave out images that only some clusters run (repeatable): kubesphere "
                            "(KubeSphere's core and monitoring images), operator (the slipway-operator image). "
                            "make lab passes both unless its cluster runs them")
+    main.add_argument("--with", dest="with_parts", action="append", choices=OPT_IN_PARTS, default=[],
+                      help="add a part that no cluster runs (repeatable): conformance (the Kubernetes "
+                           "conformance suite of each release: e2e.test, ginkgo and the images of its "
+                           "[Conformance] specs, under conformance/; source backend only)")
     main.add_argument("--out", default=DEFAULT_OUT, help="bundle directory (default: %(default)s)")
     main.add_argument("--cache-dir", default=DEFAULT_CACHE,
                       help="build steps and downloads (default: %(default)s, or "
@@ -357,6 +397,10 @@ def main(argv):
             versions.companions(version)
     except versions.VersionError as exc:
         sys.stderr.write("build.py: %s\n" % exc)
+        return 2
+    if "conformance" in args.with_parts and args.backend != "source":
+        sys.stderr.write("build.py: --with conformance builds the suite and its images from source; "
+                         "drop --backend %s or --with conformance\n" % args.backend)
         return 2
     try:
         return build(args)

@@ -14,11 +14,14 @@ MANIFEST_NAME = "manifest.yml"
 CONTENT_DIRS = ("bin", "images")
 # Further Kubernetes releases of the bundle: releases/vX.Y.Z/{bin,images}/, listed in `releases`.
 RELEASES_DIR = "releases"
+# The conformance suite of a release (build.py --with conformance): <release>/conformance/{bin,images}/,
+# listed in the release's `conformance` (binaries and images), apart from the files a cluster runs.
+CONFORMANCE = "conformance"
 
 # Top-level keys in the order they are written.
 TOP_LEVEL_KEYS = ("format_version", "kubernetes_version", "arch", "backend", "components",
-                  "binaries", "images", "releases")
-RELEASE_KEYS = ("kubernetes_version", "components", "binaries", "images")
+                  "binaries", "images", CONFORMANCE, "releases")
+RELEASE_KEYS = ("kubernetes_version", "components", "binaries", "images", CONFORMANCE)
 BINARY_KEYS = ("path", "component", "sha256", "size")
 IMAGE_KEYS = ("path", "name", "ref", "component", "sha256", "size")
 
@@ -97,6 +100,8 @@ def dump(manifest):
             ordered[key] = manifest[key]
     ordered["binaries"] = [_order(entry, BINARY_KEYS) for entry in manifest.get("binaries", [])]
     ordered["images"] = [_order(entry, IMAGE_KEYS) for entry in manifest.get("images", [])]
+    if manifest.get(CONFORMANCE):
+        ordered[CONFORMANCE] = _conformance_ordered(manifest[CONFORMANCE])
     if manifest.get("releases"):
         ordered["releases"] = [_release_ordered(release) for release in manifest["releases"]]
     lines = ["# slipway.cluster artifact bundle; format: docs/bundle.md"]
@@ -108,7 +113,21 @@ def _release_ordered(release):
     ordered = _order(release, RELEASE_KEYS)
     ordered["binaries"] = [_order(entry, BINARY_KEYS) for entry in release.get("binaries", [])]
     ordered["images"] = [_order(entry, IMAGE_KEYS) for entry in release.get("images", [])]
+    if release.get(CONFORMANCE):
+        ordered[CONFORMANCE] = _conformance_ordered(release[CONFORMANCE])
     return ordered
+
+
+def _conformance_ordered(section):
+    return {"binaries": [_order(entry, BINARY_KEYS) for entry in section.get("binaries", [])],
+            "images": [_order(entry, IMAGE_KEYS) for entry in section.get("images", [])]}
+
+
+def entries(release):
+    """Every file entry of one release: its binaries and images, then its conformance suite's."""
+    suite = release.get(CONFORMANCE) or {}
+    return (list(release["binaries"]) + list(release["images"])
+            + list(suite.get("binaries") or []) + list(suite.get("images") or []))
 
 
 def releases(data):
@@ -271,12 +290,23 @@ def _validate_release(data, where, prefix, problems):
     """One release's components, binaries and images; ``prefix`` is where its files must be."""
     if not isinstance(data.get("components"), dict):
         problems.append("%scomponents: missing or not a mapping" % where)
+    _validate_files(data, where, prefix, problems)
+    suite = data.get(CONFORMANCE)
+    if suite is not None:
+        if not isinstance(suite, dict):
+            problems.append("%s%s: not a mapping" % (where, CONFORMANCE))
+        else:
+            _validate_files(suite, "%s%s." % (where, CONFORMANCE), "%s%s/" % (prefix, CONFORMANCE),
+                            problems)
+
+
+def _validate_files(data, where, prefix, problems):
     for section, keys in (("binaries", BINARY_KEYS), ("images", IMAGE_KEYS)):
-        entries = data.get(section)
-        if not isinstance(entries, list):
+        items = data.get(section)
+        if not isinstance(items, list):
             problems.append("%s%s: missing or not a list" % (where, section))
             continue
-        for index, entry in enumerate(entries):
+        for index, entry in enumerate(items):
             if not isinstance(entry, dict):
                 problems.append("%s%s[%d]: not a mapping" % (where, section, index))
                 continue
@@ -312,10 +342,10 @@ def verify(bundle_dir, quick=False):
     data = load(bundle_dir)
     problems = []
     listed = set()
-    entries = []
+    listed_entries = []
     for release in releases(data):
-        entries.extend(list(release["binaries"]) + list(release["images"]))
-    for entry in entries:
+        listed_entries.extend(entries(release))
+    for entry in listed_entries:
         relpath = os.path.normpath(entry["path"])
         listed.add(relpath)
         full = os.path.join(bundle_dir, relpath)
@@ -335,7 +365,7 @@ def verify(bundle_dir, quick=False):
         if actual != entry["sha256"]:
             problems.append("MISMATCH %s: %s says sha256 %s, file has sha256 %s"
                             % (entry["path"], MANIFEST_NAME, entry["sha256"], actual))
-    for top in CONTENT_DIRS + (RELEASES_DIR,):
+    for top in CONTENT_DIRS + (RELEASES_DIR, CONFORMANCE):
         root = os.path.join(bundle_dir, top)
         for dirpath, _dirs, files in os.walk(root):
             for name in files:

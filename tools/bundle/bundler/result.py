@@ -8,6 +8,9 @@ class BackendResult:
         self.binaries = []    # (bundle path, source file, component)
         self.images = []      # (bundle path, source file, name, ref, component)
         self.components = {}  # name -> {"version": ..., "source": ..., ...}
+        # The conformance suite (--with conformance): the manifest's `conformance` of this release.
+        self.conformance_binaries = []  # (bundle path, source file, component)
+        self.conformance_images = []    # (bundle path, source file, name, ref, component)
 
     def add_binary(self, relpath, source, component):
         self.binaries.append((relpath, source, component))

@@ -51,6 +51,26 @@ def test_a_good_bundle_lists_binaries_and_images():
     assert image_refs(artifacts)["pause"] == "registry.k8s.io/pause:3.10.2"
 
 
+def test_the_conformance_suite_of_a_bundle_is_neither_hashed_nor_imported():
+    """build.py --with conformance lists e2e.test and the suite's images apart (docs/bundle.md): a cluster built from
+    that bundle reads, hashes and imports exactly what it does from one without."""
+    suite = {"binaries": [{"path": "conformance/bin/e2e.test", "component": "conformance", "sha256": "1" * 64,
+                           "size": 1}],
+             "images": [{"path": "conformance/images/agnhost-2.66.1.tar", "name": "agnhost-2.66.1",
+                         "ref": "registry.k8s.io/e2e-test-images/agnhost:2.66.1", "component": "conformance",
+                         "sha256": "2" * 64, "size": 1}]}
+    read = []
+
+    def checksum(path):
+        read.append(path)
+        return SUMS.get(path)
+
+    artifacts, problems = from_bundle({**MANIFEST, "conformance": suite}, "/b", "1.37.1", checksum)
+    assert problems == []
+    assert sorted(read) == sorted(SUMS)
+    assert artifacts == from_bundle(MANIFEST, "/b", "1.37.1", FakeBundle().checksum)[0]
+
+
 def test_images_of_kubesphere_components_are_kubesphere_only():
     """The bundle's kubesphere_* components (KubeSphere's monitoring): the artifacts role imports them only on
     clusters with KubeSphere."""
@@ -136,36 +156,51 @@ def test_unreadable_bundles(manifest, expected):
     assert len(problems) == 1 and expected in str(problems[0])
 
 
-def test_upstream_urls_and_checksums():
+def _file(entry, arch="amd64"):
+    return entry["files"][arch]
+
+
+def test_upstream_urls_per_architecture():
     artifacts, problems = from_release("1.37.1", "upstream")
     assert problems == []
     kubeadm = next(b for b in artifacts["binaries"] if b["name"] == "kubeadm")
-    assert kubeadm["url"] == "https://dl.k8s.io/release/v1.37.1/bin/linux/amd64/kubeadm"
-    assert kubeadm["checksum"] == "sha256:https://dl.k8s.io/release/v1.37.1/bin/linux/amd64/kubeadm.sha256"
-    assert artifacts["archives"]["crictl"]["url"] == (
+    assert (kubeadm["file"], kubeadm["version"]) == ("kubeadm", "v1.37.1")
+    assert _file(kubeadm)["url"] == "https://dl.k8s.io/release/v1.37.1/bin/linux/amd64/kubeadm"
+    assert _file(kubeadm, "arm64")["url"] == "https://dl.k8s.io/release/v1.37.1/bin/linux/arm64/kubeadm"
+    assert _file(artifacts["archives"]["crictl"])["url"] == (
         "https://github.com/kubernetes-sigs/cri-tools/releases/download/v1.37.0/crictl-v1.37.0-linux-amd64.tar.gz")
-    assert artifacts["archives"]["cni_plugins"]["url"] == (
-        "https://github.com/containernetworking/plugins/releases/download/v1.9.1/cni-plugins-linux-amd64-v1.9.1.tgz")
+    assert _file(artifacts["archives"]["cni_plugins"], "arm64")["url"] == (
+        "https://github.com/containernetworking/plugins/releases/download/v1.9.1/cni-plugins-linux-arm64-v1.9.1.tgz")
     assert image_refs(artifacts)["flannel"] == "ghcr.io/flannel-io/flannel:v0.28.10"
 
 
+def test_the_sha256_of_each_file_is_the_pinned_one_never_a_checksum_url():
+    """The sums come from the collection's table for the file, its version and the architecture."""
+    table = {"kubeadm": {"v1.36.3": {"amd64": "a" * 64, "arm64": "b" * 64}}, "etcd": {"v3.6.8": {"arm64": "c" * 64}}}
+    artifacts = from_release("1.36.3", "upstream", table=table)[0]
+    kubeadm = next(b for b in artifacts["binaries"] if b["name"] == "kubeadm")
+    assert {arch: f["sha256"] for arch, f in kubeadm["files"].items()} == {"amd64": "a" * 64, "arm64": "b" * 64}
+    assert {arch: f["sha256"] for arch, f in artifacts["archives"]["etcd"]["files"].items()} == {
+        "amd64": None, "arm64": "c" * 64}
+    assert "checksum" not in kubeadm and not any(".sha256" in str(entry) for entry in artifacts["binaries"])
+
+
 def test_mirror_uses_kubespray_files_repo_layout():
-    artifacts, problems = from_release("1.36.3", "mirror", arch="arm64", mirror_url="https://files.example.com/")
+    artifacts, problems = from_release("1.36.3", "mirror", mirror_url="https://files.example.com/")
     assert problems == []
     kubelet = next(b for b in artifacts["binaries"] if b["name"] == "kubelet")
-    assert kubelet["url"] == "https://files.example.com/dl.k8s.io/release/v1.36.3/bin/linux/arm64/kubelet"
-    assert artifacts["archives"]["crictl"]["url"].startswith(
+    assert _file(kubelet, "arm64")["url"] == "https://files.example.com/dl.k8s.io/release/v1.36.3/bin/linux/arm64/kubelet"
+    assert _file(artifacts["archives"]["crictl"])["url"].startswith(
         "https://files.example.com/github.com/kubernetes-sigs/cri-tools/releases/download/v1.36.0/")
 
 
-def test_upstream_etcd_is_kubeadms_release_with_its_checksum_file():
+def test_upstream_etcd_is_kubeadms_release():
     artifacts = from_release("1.37.1", "upstream")[0]
     etcd = artifacts["archives"]["etcd"]
-    assert etcd["url"] == "https://github.com/etcd-io/etcd/releases/download/v3.7.0/etcd-v3.7.0-linux-amd64.tar.gz"
-    assert etcd["checksum"] == "sha256:https://github.com/etcd-io/etcd/releases/download/v3.7.0/SHA256SUMS"
+    assert _file(etcd)["url"] == "https://github.com/etcd-io/etcd/releases/download/v3.7.0/etcd-v3.7.0-linux-amd64.tar.gz"
     assert etcd["group"] == "etcd"
-    assert etcd["members"] == ["etcd-v3.7.0-linux-amd64/etcd", "etcd-v3.7.0-linux-amd64/etcdctl",
-                               "etcd-v3.7.0-linux-amd64/etcdutl"]
+    assert _file(etcd, "arm64")["members"] == ["etcd-v3.7.0-linux-arm64/etcd", "etcd-v3.7.0-linux-arm64/etcdctl",
+                                               "etcd-v3.7.0-linux-arm64/etcdutl"]
     assert {name: a["group"] for name, a in artifacts["archives"].items() if name != "etcd"} == {
         "crictl": "kubernetes", "cni_plugins": "kubernetes", "containerd": "runtime"}
 
@@ -173,28 +208,23 @@ def test_upstream_etcd_is_kubeadms_release_with_its_checksum_file():
 def test_upstream_runtime_is_containerds_and_runcs_release_files():
     artifacts = from_release("1.37.1", "upstream")[0]
     containerd = artifacts["archives"]["containerd"]
-    assert containerd == {
+    assert (containerd["file"], containerd["version"], containerd["group"]) == ("containerd", "v2.3.7", "runtime")
+    assert _file(containerd) == {
         "url": "https://github.com/containerd/containerd/releases/download/v2.3.7/containerd-2.3.7-linux-amd64.tar.gz",
-        "checksum": "sha256:https://github.com/containerd/containerd/releases/download/v2.3.7/"
-                    "containerd-2.3.7-linux-amd64.tar.gz.sha256sum",
-        "group": "runtime", "members": ["bin/containerd", "bin/containerd-shim-runc-v2", "bin/ctr"]}
+        "sha256": None, "pinned_by": None, "members": ["bin/containerd", "bin/containerd-shim-runc-v2", "bin/ctr"]}
     runc = next(b for b in artifacts["binaries"] if b["name"] == "runc")
-    assert runc == {"name": "runc", "dest": "/usr/local/sbin/runc", "group": "runtime",
-                    "url": "https://github.com/opencontainers/runc/releases/download/v1.5.3/runc.amd64",
-                    "checksum": "sha256:https://github.com/opencontainers/runc/releases/download/v1.5.3/runc.sha256sum"}
-    mirrored = from_release("1.36.3", "mirror", arch="arm64", mirror_url="https://files.example.com")[0]
-    assert mirrored["archives"]["containerd"]["url"] == (
+    assert (runc["dest"], runc["group"], _file(runc, "arm64")["url"]) == (
+        "/usr/local/sbin/runc", "runtime", "https://github.com/opencontainers/runc/releases/download/v1.5.3/runc.arm64")
+    mirrored = from_release("1.36.3", "mirror", mirror_url="https://files.example.com")[0]
+    assert _file(mirrored["archives"]["containerd"], "arm64")["url"] == (
         "https://files.example.com/github.com/containerd/containerd/releases/download/v2.3.7/"
         "containerd-2.3.7-linux-arm64.tar.gz")
-    assert next(b for b in mirrored["binaries"] if b["name"] == "runc")["checksum"] == (
-        "sha256:https://files.example.com/github.com/opencontainers/runc/releases/download/v1.5.3/runc.sha256sum")
 
 
-def test_mirror_etcd_and_its_checksums_come_from_the_mirror():
-    etcd = from_release("1.36.3", "mirror", arch="arm64", mirror_url="https://files.example.com")[0]["archives"]["etcd"]
-    assert etcd["url"] == ("https://files.example.com/github.com/etcd-io/etcd/releases/download/v3.6.8/"
-                           "etcd-v3.6.8-linux-arm64.tar.gz")
-    assert etcd["checksum"] == "sha256:https://files.example.com/github.com/etcd-io/etcd/releases/download/v3.6.8/SHA256SUMS"
+def test_mirror_etcd_comes_from_the_mirror():
+    etcd = from_release("1.36.3", "mirror", mirror_url="https://files.example.com")[0]["archives"]["etcd"]
+    assert _file(etcd, "arm64")["url"] == ("https://files.example.com/github.com/etcd-io/etcd/releases/download/v3.6.8/"
+                                           "etcd-v3.6.8-linux-arm64.tar.gz")
 
 
 @pytest.mark.parametrize("version", ["1.37.99", "1.36.6", "1.37.3"])
@@ -230,10 +260,10 @@ class Mirror:
         return (url in self.urls) if self.reachable else None
 
 
-SHA = "https://files.example.com/dl.k8s.io/release/v{}/bin/linux/amd64/kubeadm.sha256"
+SHA = "https://files.example.com/dl.k8s.io/release/v{}/bin/linux/amd64/kubeadm"
 
 
-def test_a_mirror_is_asked_for_kubeadms_checksum_file_of_the_release():
+def test_a_mirror_is_asked_for_the_kubeadm_of_the_release():
     mirror = Mirror([SHA.format("1.37.1")])
     assert from_release("1.37.1", "mirror", mirror_url="https://files.example.com/", url_exists=mirror)[1] == []
     assert mirror.asked == [SHA.format("1.37.1")]
