@@ -24,7 +24,6 @@ LAB_NODES   ?= cp1:kube_control_plane,etcd cp2:kube_control_plane,etcd cp3:kube_
 # same keys, e.g. make lab LAB_VARS="slipway_kubesphere_enabled=true slipway_kubernetes_version=1.36.5".
 LAB_BASE_VARS := slipway_artifacts_source=bundle slipway_artifacts_bundle_dir=$(BUNDLE_DIR) 'control_plane_coredns_upstreams=[]'
 LAB_VARS    ?=
-BENCH_CLUSTER ?= bench
 LAB_INVENTORY ?= $(ROOT)/inventories/lab/hosts.yml
 # Every Molecule scenario, in the order the lanes take them: make test runs them in TEST_LANES parallel lanes.
 # `lifecycle` grows its cluster at the bundle's older release to the cluster `ha` builds (3 control planes, 2
@@ -36,18 +35,13 @@ SCENARIOS   ?= lifecycle fleet vip kubesphere loadbalancer loadbalancer_local pr
 TEST_LANES  ?= 2
 SCENARIO    ?= preinstall
 
-.PHONY: help deps venv collection bundle lab-bundle bundle-verify lab lab-fleet lab-down lab-status bench bench-scale bench-upgrade bench-operator bench-fleet bench-preflight compare audit lint typecheck sanity units integration molecule test clean
+.PHONY: help deps venv collection bundle lab-bundle bundle-verify lab lab-fleet lab-down lab-status audit lint typecheck sanity units integration molecule test clean
 
-help:
+# The measurement targets add their lines to help (help:: there too).
+help::
 	@echo "make lab        bring up the podman lab and run site.yml on it"
 	@echo "make lab-fleet  the fleet on the lab cluster: a spare lab node, the fleet controller, a SlipwayCluster to apply"
 	@echo "make test       everything CI runs: lint, sanity, units, integration, every Molecule scenario"
-	@echo "make bench      site.yml on a fresh lab cluster, then a rerun: wall times and task results per host"
-	@echo "make bench-scale  the same cluster grown by one worker with scale.yml (BENCH_ADD)"
-	@echo "make bench-upgrade  the same cluster made at the older release, then upgrade.yml under a client"
-	@echo "make bench-fleet  on the make lab cluster: a SlipwayCluster against site.yml directly, two clusters at once against one after the other"
-	@echo "make bench-operator  slipway-operator on a single-node cluster: kubectl patch -> status enabled, a no-op reconcile"
-	@echo "make compare    slipway and kubespray side by side: the same 5-node cluster, six steps each, one table"
 	@echo "make audit      kube-bench itself (cis-1.12, built from its Go module) on the lab cluster's nodes"
 	@echo "make lint | typecheck | sanity | units | integration | molecule SCENARIO=name | lab-down | lab-status"
 
@@ -59,10 +53,12 @@ deps:
 # about a fifth less CPU than an interpreter built from source without it (pyenv's default; docs/performance.md).
 VENV_PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 
-$(VENV)/.stamp: requirements.txt | deps
+# pyproject.toml: the tools, the operator and the lab importable by name in the virtualenv (an editable install).
+$(VENV)/.stamp: requirements.txt pyproject.toml | deps
 	$(VENV_PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet --no-deps --editable $(ROOT)
 	touch $@
 
 venv: $(VENV)/.stamp
@@ -113,63 +109,8 @@ lab: deps venv collection
 	@echo "  KUBECONFIG=$(patsubst $(ROOT)/%,%,$(dir $(LAB_INVENTORY)))artifacts/admin.conf $(patsubst $(ROOT)/%,%,$(BUNDLE_DIR))/bin/kubectl get nodes"
 	@KUBECONFIG=$(dir $(LAB_INVENTORY))artifacts/admin.conf $(BUNDLE_DIR)/bin/kubectl get nodes
 	@$(if $(call LAB_ON,slipway_kubesphere_enabled),KUBECONFIG=$(dir $(LAB_INVENTORY))artifacts/admin.conf; export KUBECONFIG; \
-	  echo; echo "KubeSphere console: http://$$($(BUNDLE_DIR)/bin/kubectl get nodes -o jsonpath='{.items[0].status.addresses[?(@.type=="InternalIP")].address}'):30880 (user admin; its password below)"; \
+	  echo; echo "KubeSphere console: https://$$($(BUNDLE_DIR)/bin/kubectl get nodes -o jsonpath='{.items[0].status.addresses[?(@.type=="InternalIP")].address}'):30880 (user admin; its password below)"; \
 	  echo "  KUBECONFIG=$(patsubst $(ROOT)/%,%,$(dir $(LAB_INVENTORY)))artifacts/admin.conf $(patsubst $(ROOT)/%,%,$(BUNDLE_DIR))/bin/kubectl -n kubesphere-system get secret kubesphere-admin -o jsonpath='{.data.password}' | base64 -d",)
-
-# A fresh lab cluster of LAB_NODES named BENCH_CLUSTER, site.yml twice, figures for docs/performance.md.
-# The cluster is removed afterwards unless BENCH_KEEP=1.
-bench: deps venv collection bundle
-	$(PY) tools/bench.py --cluster $(BENCH_CLUSTER) $(addprefix --node ,$(LAB_NODES)) $(addprefix --vars ,$(LAB_BASE_VARS) $(LAB_VARS)) \
-	  $(if $(BENCH_KEEP),--keep)
-
-# Grow a fresh lab cluster of LAB_NODES by BENCH_ADD with scale.yml: the wall time of adding a worker
-# and the task results on the hosts that were there before (docs/performance.md). For the cluster
-# twice the size: make bench-scale LAB_NODES="$(BENCH_BIG_NODES)".
-BENCH_ADD       ?= w9:kube_node
-BENCH_BIG_NODES ?= $(LAB_NODES) w3:kube_node w4:kube_node w5:kube_node w6:kube_node w7:kube_node
-bench-scale: deps venv collection bundle
-	$(PY) tools/bench.py --cluster $(BENCH_CLUSTER) $(addprefix --node ,$(LAB_NODES)) $(addprefix --add ,$(BENCH_ADD)) \
-	  $(addprefix --vars ,$(LAB_BASE_VARS) $(LAB_VARS)) --log-dir $(CACHE)/bench-scale $(if $(BENCH_KEEP),--keep)
-
-# Upgrade a fresh lab cluster of LAB_NODES from the bundle's older release to its current one with
-# upgrade.yml while a client requests a web Deployment every 0.2 s: the wall time, the failed requests,
-# and a rerun that changes nothing (docs/performance.md).
-bench-upgrade: deps venv collection bundle
-	$(PY) tools/bench.py --cluster $(BENCH_CLUSTER) $(addprefix --node ,$(LAB_NODES)) --upgrade \
-	  $(addprefix --vars ,$(LAB_BASE_VARS) $(LAB_VARS)) --log-dir $(CACHE)/bench-upgrade $(if $(BENCH_KEEP),--keep)
-
-# slipway-operator on a fresh single-node lab cluster (site.yml with the components and the operator): the
-# time from kubectl patch to status enabled for alerting, back to disabled, and a reconcile with nothing to
-# do (docs/performance.md). The cluster is removed afterwards unless BENCH_KEEP=1.
-bench-operator: deps venv collection bundle
-	$(PY) tools/bench_operator.py --cluster $(BENCH_CLUSTER)-operator --bundle $(BUNDLE_DIR) $(if $(BENCH_KEEP),--keep)
-
-# The fleet on the lab cluster of make lab (run that first): make lab-fleet with BENCH_FLEET_NODES as the spare nodes,
-# then tools/bench_fleet.py: a SlipwayCluster to Running against site.yml run directly on the same kind of node, and
-# two SlipwayClusters one after the other against at once (docs/performance.md), BENCH_FLEET_ROUNDS rounds (2 or more). The spare nodes stay (make lab removes
-# them).
-BENCH_FLEET_NODES ?= t1:fleet_hosts t2:fleet_hosts
-BENCH_FLEET_ROUNDS ?= 2
-bench-fleet: venv collection
-	$(MAKE) --no-print-directory lab-fleet LAB_FLEET_NODES="$(BENCH_FLEET_NODES)"
-	$(PY) tools/bench_fleet.py --inventory $(LAB_INVENTORY) --bundle $(BUNDLE_DIR) --rounds $(BENCH_FLEET_ROUNDS) \
-	  --log-dir $(CACHE)/bench-fleet
-
-# Preflight's first stage at fleet size: the model and site.yml's list of problems for 10, 100 and
-# 1,000 generated hosts, no host contacted (docs/performance.md).
-bench-preflight: venv collection
-	$(PY) tools/bench_preflight.py
-
-# slipway and kubespray side by side (tools/compare, docs/performance.md): for each in turn a fresh lab cluster of
-# LAB_NODES (cmp-slipway, then cmp-kubespray) from the bundle, then create, a no-op rerun, one worker added and
-# removed, an upgrade from the bundle's older release under a client loop, and reset, each timed; one table, and the
-# same in Markdown under .cache/compare/. kubespray is KUBESPRAY_ARCHIVE (a git archive of it) run as it is, with
-# only the settings `tools/compare` lists; its files server and registry run on the lab network while it runs.
-# Run it on a quiet machine: one installer after the other, the ratios mean something only if nothing else runs.
-KUBESPRAY_ARCHIVE ?= /work/shared/reference/kubespray/kubespray-46dbdd399.tar.gz
-compare: deps venv collection bundle
-	cd tools && $(PY) -m compare --kubespray $(KUBESPRAY_ARCHIVE) --work $(CACHE)/compare run --bundle $(BUNDLE_DIR) \
-	  $(addprefix --node ,$(LAB_NODES)) $(addprefix --vars ,$(LAB_VARS))
 
 # kube-bench itself on the lab cluster (make lab): built once from its Go module (tools/kube_bench.py), run on the
 # first control plane, the first worker and the first etcd member; prints what is not PASS (docs/security.md)
@@ -180,7 +121,7 @@ audit: venv collection
 # The fleet (docs/fleet.md) on the cluster of make lab: the bundle's operator image added to the bundle, the spare
 # lab nodes LAB_FLEET_NODES started beside the cluster's (bare: sshd and Python, for SlipwayClusters to build
 # clusters on), playbooks/fleet.yml run on the lab cluster, which becomes the management cluster, then
-# tools/lab_fleet.py: the namespace fleet, the lab's SSH key as the Secret fleet-ssh, and docs/fleet.md's prod.yml
+# lab/lab_fleet.py: the namespace fleet, the lab's SSH key as the Secret fleet-ssh, and docs/fleet.md's prod.yml
 # for the first spare node next to the inventory (artifacts/fleet/prod.yml), ready for kubectl apply.
 LAB_FLEET_NODES ?= t1:fleet_hosts
 LAB_FLEET_BUNDLE_ARGS = --kubernetes-version $(or $(LAB_K8S_VERSION),default) \
@@ -189,13 +130,16 @@ lab-fleet: deps venv collection
 	$(PY) tools/bundle/build.py --out $(BUNDLE_DIR) $(LAB_FLEET_BUNDLE_ARGS)
 	$(LAB_UP) $(addprefix --node ,$(LAB_NODES) $(LAB_FLEET_NODES))
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/fleet.yml -e fleet_bundle_host_path=$(LAB_BUNDLE_MOUNT)
-	$(PY) tools/lab_fleet.py --inventory $(LAB_INVENTORY) --bundle $(BUNDLE_DIR)
+	$(PY) lab/lab_fleet.py --inventory $(LAB_INVENTORY) --bundle $(BUNDLE_DIR)
 
 lab-down:
 	$(PY) lab/lab.py down --cluster $(LAB_CLUSTER)
 
 lab-status:
 	$(PY) lab/lab.py status --cluster $(LAB_CLUSTER)
+
+# The measurements: make bench, bench-scale, bench-upgrade, bench-operator, bench-fleet, bench-preflight, compare.
+include $(ROOT)/tools/bench/bench.mk
 
 lint: venv collection
 	@$(SUITE) ansible-lint -- $(BIN)/ansible-lint
@@ -204,7 +148,7 @@ lint: venv collection
 # the operator and fleet controller, and the tools, named as they import each other.
 TYPECHECK_PATH    := $(COLLECTIONS):$(ROOT)/operator:$(ROOT)/tools:$(ROOT)/tools/bundle:$(ROOT)/lab
 TYPECHECK_TARGETS := -p ansible_collections.slipway.cluster.plugins -p slipway_operator -p slipway_fleet -p bundler \
-  -p compare -m bench -m bench_operator -m bench_preflight -m doc_commands -m lab_fleet -m bench_fleet -m kube_bench -m build -m lab
+  -p bench -m doc_commands -m kube_bench -m conformance -m build -m lab -m lab_fleet
 typecheck: venv collection
 	@cd $(ROOT) && $(SUITE) typecheck -- env MYPYPATH=$(TYPECHECK_PATH) $(BIN)/mypy --config-file .config/mypy.ini $(TYPECHECK_TARGETS)
 

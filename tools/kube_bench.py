@@ -29,10 +29,9 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools" / "bundle"))
+from bundler import gomod
 
-from bundler import gomod  # noqa: E402  pylint: disable=wrong-import-position
+ROOT = Path(__file__).resolve().parent.parent
 
 MODULE = "github.com/aquasecurity/kube-bench"
 KUBE_BENCH_VERSION = "v0.16.0"

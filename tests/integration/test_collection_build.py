@@ -35,6 +35,8 @@ def test_tarball_ships_the_collection_and_not_the_lab(installed):
         assert expected in names, expected
     for prefix in ("tests/", "molecule/", "lab/", "tools/", ".venv/", ".cache/", "bundle/", ".config/", ".mypy_cache/"):
         assert not any(name.startswith(prefix) for name in names), prefix
+    # The developer tools' pyproject.toml (the checkout's virtualenv only) is no part of the collection.
+    assert "pyproject.toml" not in names
 
 
 @pytest.mark.parametrize("role,option", [

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
@@ -25,11 +24,9 @@ import yaml
 
 from conftest import ROOT
 from kube_apiserver import fixture_kube_api, free_port, stop_processes  # pylint: disable=unused-import  # its API server, for this module
+from slipway_fleet import jobs, runner
+from slipway_fleet import spec as fleet
 from test_cluster_configuration_api import ensure_namespace, wait_for
-
-sys.path.insert(0, str(ROOT / "operator"))
-from slipway_fleet import jobs, runner  # noqa: E402  pylint: disable=wrong-import-position
-from slipway_fleet import spec as fleet  # noqa: E402  pylint: disable=wrong-import-position
 
 CRDS = ROOT / "operator" / "crds" / "fleet.slipway.io.yml"
 CRD_API = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -254,7 +251,7 @@ def launch_controller(workdir: Path, kubeconfig: Path, namespaces: list[str], *e
     ``namespaces``: (process, metrics port, log file). The caller stops it (stop_processes)."""
     port = free_port()
     log = workdir / "controller.log"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "operator")}
+    env = dict(os.environ)
     for name in ("KUBECONFIG", "ANSIBLE_CONFIG"):
         env.pop(name, None)
     with log.open("wb") as handle:

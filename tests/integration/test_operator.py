@@ -107,8 +107,7 @@ def fixture_operator(kube_api, deployed, tmp_path_factory):  # pylint: disable=u
     kubeconfig = service_account_kubeconfig(kube_api, workdir / "kubeconfig")
     port = free_port()
     log = workdir / "operator.log"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "operator"), "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}",
-           }
+    env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}"}
     # As in its pod: no ansible.cfg, no KUBECONFIG; everything it needs is on its command line.
     for name in ("KUBECONFIG", "ANSIBLE_CONFIG", "K8S_AUTH_KUBECONFIG"):
         env.pop(name, None)

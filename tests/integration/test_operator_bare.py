@@ -125,7 +125,7 @@ def start_operator(kube_api, workdir: Path, settings: dict, identity: str):
     kubeconfig = service_account_kubeconfig(kube_api, workdir / "kubeconfig")
     port = free_port()
     log = workdir / "operator.log"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "operator"), "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}"}
     for name in ("KUBECONFIG", "ANSIBLE_CONFIG", "K8S_AUTH_KUBECONFIG"):
         env.pop(name, None)
     with log.open("wb") as handle:

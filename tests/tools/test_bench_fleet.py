@@ -1,18 +1,14 @@
-"""Tests of tools/bench_fleet.py's pure parts: the order of its steps, the SlipwayCluster it applies, the direct run's
+"""Tests of bench.fleet's pure parts: the order of its steps, the SlipwayCluster it applies, the direct run's
 inventory and variables (the fleet Job's own), reading a cluster's state and a Job's time, and the table."""
 
-import importlib.util
 import os
 import pathlib
-import sys
 
 import pytest
 
+from bench import fleet as bench_fleet
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_SPEC = importlib.util.spec_from_file_location("bench_fleet", os.path.join(ROOT, "tools", "bench_fleet.py"))
-bench_fleet = importlib.util.module_from_spec(_SPEC)
-sys.modules["bench_fleet"] = bench_fleet  # its dataclasses look their module up
-_SPEC.loader.exec_module(bench_fleet)
 
 EXAMPLE = bench_fleet.lab_fleet.example(pathlib.Path(ROOT, "docs", "fleet.md").read_text(encoding="utf-8"))
 KUBELET = {"evictionHard": {"nodefs.available": "1%"}}

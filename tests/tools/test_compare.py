@@ -1,4 +1,4 @@
-"""Tests of tools/compare (make compare): the table from the runs' own recaps and times, failed steps, the
+"""Tests of bench.compare (tools/bench/compare, make compare): the table from the runs' own recaps and times, failed steps, the
 ratios, the files_repo repacking, kubespray's inventory and extra vars. No lab, no network."""
 from __future__ import annotations
 
@@ -16,11 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
-if str(TOOLS) not in sys.path:
-    sys.path.insert(0, str(TOOLS))
+import lab
+from bench.compare import bundle, kubespray, prepare, report, run, steps
 
-from compare import bundle, kubespray, prepare, report, run, steps  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 RECAP_OUTPUT = """
 TASK [something] ****************************************************************
@@ -41,8 +40,8 @@ cp1                        : ok=12   changed=0    unreachable=0    failed=1    s
 
 
 def recap(output: str) -> dict[str, dict[str, int]]:
-    """tools/bench.py's parser, as run.py uses it."""
-    return run.bench.recap(output)
+    """bench.cluster's parser, as run.py uses it."""
+    return run.bench.cluster.recap(output)
 
 
 def fake_clock(*times: float):
@@ -462,7 +461,7 @@ def test_a_refused_extra_vars_file_fails_create_and_no_other_step_runs():
 
 
 def test_the_check_runs_on_localhost_only_and_without_ssh():
-    from compare import check
+    from bench.compare import check
 
     document = check.inventory()
     assert list(document["all"]["hosts"]) == ["localhost"]
@@ -479,20 +478,7 @@ def test_kubesprays_fact_cache_starts_empty_in_each_run(tmp_path):
     assert list((tmp_path / "facts").iterdir()) == []
 
 
-def _lab_module():
-    import importlib.util
-
-    lab = sys.modules.get("lab")
-    if lab is None:
-        spec = importlib.util.spec_from_file_location("lab", TOOLS.parent / "lab" / "lab.py")
-        lab = importlib.util.module_from_spec(spec)
-        sys.modules["lab"] = lab  # its dataclasses look their module up
-        spec.loader.exec_module(lab)
-    return lab
-
-
 def test_the_inventory_from_what_lab_py_writes_keeps_the_added_worker_out_until_it_is_added():
-    lab = _lab_module()
     specs = ["cp1:kube_control_plane,etcd", "w1:kube_node", f"{run.ADDED}:"]
     nodes = lab.parse_nodes(specs)
     for index, node in enumerate(nodes.values()):
@@ -505,19 +491,18 @@ def test_the_inventory_from_what_lab_py_writes_keeps_the_added_worker_out_until_
     assert document["all"]["hosts"]["w1"]["ansible_ssh_private_key_file"] == "/k/id"
     assert {g: set(c["hosts"]) for g, c in document["all"]["children"].items() if g != "k8s_cluster"} == {
         "kube_control_plane": {"cp1"}, "kube_node": {"w1"}, "etcd": {"cp1"}}
-    # What the upgrade's client loop reads from it (tools/bench.py serve_web): the first worker and its address.
+    # What the upgrade's client loop reads from it (bench.cluster serve_web): the first worker and its address.
     assert next(iter(document["all"]["children"]["kube_node"]["hosts"])) == "w1"
 
 
-def test_docs_performance_holds_the_settings_table_as_the_code_prints_it():
-    docs = (TOOLS.parent / "docs" / "performance.md").read_text(encoding="utf-8")
+def test_docs_kubespray_holds_the_settings_table_as_the_code_prints_it():
+    docs = (ROOT / "docs" / "kubespray.md").read_text(encoding="utf-8")
     assert kubespray.settings_table(kubespray.symbolic()) in docs
 
 
 @pytest.fixture(name="replaced")
 def fixture_replaced(tmp_path, monkeypatch):
     """The lab, the services, the builds and the playbooks replaced; what was called is recorded."""
-    lab = _lab_module()
     bundle_dir = tmp_path / "bundle"
     manifest = _fake_bundle(bundle_dir)
     (bundle_dir / "manifest.yml").write_text(yaml.safe_dump(manifest), encoding="utf-8")
@@ -580,7 +565,7 @@ def fixture_replaced(tmp_path, monkeypatch):
         def stop(self):
             return {"requests": 100, "failures": 0, "first_failures": []}
 
-    monkeypatch.setattr(run.bench, "serve_web", lambda inventory, manifest, logs, pull_policy: calls.append(
+    monkeypatch.setattr(run.bench.cluster, "serve_web", lambda inventory, manifest, logs, pull_policy: calls.append(
         f"web {Path(inventory).parent.name} {next(i['ref'] for i in manifest['images'] if i['name'] == 'busybox')} "
         f"{pull_policy}") or Client())
     return {"calls": calls, "executed": executed, "bundle": bundle_dir, "tarball": tarball, "work": tmp_path / "work",
@@ -629,7 +614,7 @@ def test_a_whole_comparison_with_the_lab_and_the_playbooks_replaced(replaced, tm
 
 
 def test_make_compare_prints_the_section_and_fails_when_a_step_failed(replaced, capsys):
-    from compare import __main__ as cli
+    from bench.compare import __main__ as cli
 
     code = cli.main(["--kubespray", str(replaced["tarball"]), "--work", str(replaced["work"]), "run",
                      "--bundle", str(replaced["bundle"]), "--node", "cp1:kube_control_plane,etcd", "--node", "w1:kube_node"])

@@ -3,17 +3,14 @@
 import functools
 import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+import doc_commands
+
 ROOT = Path(__file__).resolve().parents[2]
-_SPEC = importlib.util.spec_from_file_location("doc_commands", ROOT / "tools" / "doc_commands.py")
-doc_commands = importlib.util.module_from_spec(_SPEC)
-sys.modules["doc_commands"] = doc_commands  # dataclasses look their module up there
-_SPEC.loader.exec_module(doc_commands)
 
 # The playbooks whose every documented form a scenario runs exactly as written (issue: "at least the day-2 ones").
 DAY2 = ("scale", "remove_node", "upgrade", "certs", "etcd_backup", "etcd_restore", "recover_control_plane",

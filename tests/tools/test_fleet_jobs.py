@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if os.path.join(ROOT, "operator") not in sys.path:
-    sys.path.insert(0, os.path.join(ROOT, "operator"))
+from slipway_fleet import jobs, runner
+from slipway_fleet import spec as fleet
 
-from slipway_fleet import jobs, runner  # noqa: E402  pylint: disable=wrong-import-position
-from slipway_fleet import spec as fleet  # noqa: E402  pylint: disable=wrong-import-position
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CLUSTER = {"apiVersion": fleet.API_VERSION, "kind": "SlipwayCluster",
            "metadata": {"name": "prod", "namespace": "fleet", "uid": "u-1", "generation": 3},

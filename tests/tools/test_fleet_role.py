@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import warnings
 
 import pytest
 import yaml
 
+from slipway_fleet import __main__ as fleet_main
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROLE = os.path.join(ROOT, "roles", "fleet")
-sys.path.insert(0, os.path.join(ROOT, "operator"))
-
-from slipway_fleet import __main__ as fleet_main  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def _yaml(rel: str):

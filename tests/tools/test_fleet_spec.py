@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import copy
 import os
-import sys
 
 import pytest
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if os.path.join(ROOT, "operator") not in sys.path:
-    sys.path.insert(0, os.path.join(ROOT, "operator"))
+from slipway_fleet import spec as fleet
 
-from slipway_fleet import spec as fleet  # noqa: E402  pylint: disable=wrong-import-position
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 COLLECTIONS = os.path.join(ROOT, ".cache", "collections")
 MODEL = fleet.load_model(COLLECTIONS)

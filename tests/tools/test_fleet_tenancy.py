@@ -14,12 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if os.path.join(ROOT, "operator") not in sys.path:
-    sys.path.insert(0, os.path.join(ROOT, "operator"))
+from slipway_fleet import jobs, runner, tenancy
+from slipway_fleet import kubeconfig as target_kubeconfig
 
-from slipway_fleet import jobs, runner, tenancy  # noqa: E402  pylint: disable=wrong-import-position
-from slipway_fleet import kubeconfig as target_kubeconfig  # noqa: E402  pylint: disable=wrong-import-position
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CERT = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").decode()
 KEY = base64.b64encode(b"-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\n").decode()

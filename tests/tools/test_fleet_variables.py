@@ -17,12 +17,10 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if os.path.join(ROOT, "operator") not in sys.path:
-    sys.path.insert(0, os.path.join(ROOT, "operator"))
+from slipway_fleet import spec as fleet
+from slipway_fleet import variables
 
-from slipway_fleet import spec as fleet  # noqa: E402  pylint: disable=wrong-import-position
-from slipway_fleet import variables  # noqa: E402  pylint: disable=wrong-import-position
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 ACCEPTED, REFUSED, SECRET, problems = variables.ACCEPTED, variables.REFUSED, variables.SECRET, variables.problems
 # kubespray's names the model knows, from the collection as the fleet's image holds it (the checkout's link).
@@ -410,10 +408,9 @@ def test_the_crd_refuses_the_prefixes_problems_refuses_too():
 
 
 def test_the_module_imports_no_ansible():
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import slipway_fleet.variables; "
+    code = ("import sys; import slipway_fleet.variables; "
             "print(sorted(name for name in sys.modules if name.split('.')[0] in ('ansible', 'ansible_collections')))")
-    result = subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, "operator")], capture_output=True,
-                            text=True, check=True)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
 
 
@@ -429,6 +426,17 @@ def test_a_refused_variable_is_named_with_its_reason():
     [message] = problems({"control_plane_audit_policy_src": "/var/run/secrets/kubernetes.io/serviceaccount/token"})
     assert message.startswith("spec.variables.control_plane_audit_policy_src: is a file the Job")
     assert "/var/run/secrets" not in message
+
+
+def test_the_release_file_settings_are_refused_from_a_slipwaycluster():
+    """The pins a tenant would give and a plain-HTTP mirror have no field in the spec: a SlipwayCluster installs a
+    release the collection pins, or from the bundle, and its mirror is https://."""
+    assert problems({"slipway_artifacts_release_checksums": {"kubeadm": {}},
+                     "slipway_artifacts_mirror_insecure_http": True}) == [
+        "spec.variables.slipway_artifacts_mirror_insecure_http: has no field in the spec: a SlipwayCluster's "
+        "spec.artifacts.mirrorURL is an https:// server",
+        "spec.variables.slipway_artifacts_release_checksums: has no field in the spec: a SlipwayCluster installs a "
+        "release whose sums the collection pins, or from spec.artifacts.source bundle"]
 
 
 def test_a_secret_in_spec_variables_says_where_it_goes():
@@ -501,20 +509,18 @@ def _doc_variables() -> dict[str, set[str]]:
                 found.setdefault("docs/fleet.md", set()).update((doc.get("spec") or {}).get("variables") or {})
     scenario = _load(os.path.join(ROOT, "molecule", "fleet", "vars", "fleet.yml"))
     found["molecule/fleet"] = set(scenario["lab_spec"]["variables"])
-    lab = os.path.join(ROOT, "tools", "lab_fleet.py")
-    code = ("import importlib.util, json, sys; spec = importlib.util.spec_from_file_location('lab_fleet', sys.argv[1]); "
-            "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module); "
-            "doc = module.example(open(sys.argv[2]).read()); "
-            "print(json.dumps(sorted(module.lab_cluster(doc, '10.0.0.1', '1.37.1', {'evictionHard': {}})['spec']['variables'])))")
-    result = subprocess.run([sys.executable, "-c", code, lab, os.path.join(ROOT, "docs", "fleet.md")],
+    code = ("import json, sys; import lab_fleet; "
+            "doc = lab_fleet.example(open(sys.argv[1]).read()); "
+            "print(json.dumps(sorted(lab_fleet.lab_cluster(doc, '10.0.0.1', '1.37.1', {'evictionHard': {}})['spec']['variables'])))")
+    result = subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, "docs", "fleet.md")],
                             capture_output=True, text=True, check=True)
-    found["tools/lab_fleet.py"] = set(json.loads(result.stdout))
+    found["lab/lab_fleet.py"] = set(json.loads(result.stdout))
     return found
 
 
 def test_the_variables_the_fleets_pages_and_lab_show_stay_accepted():
     found = _doc_variables()
     assert {"control_plane_coredns_upstreams", "reset_containerd_images"} <= found["docs/fleet.md"]
-    assert "control_plane_kubelet_configuration" in found["molecule/fleet"] & found["tools/lab_fleet.py"]
+    assert "control_plane_kubelet_configuration" in found["molecule/fleet"] & found["lab/lab_fleet.py"]
     for where, names in found.items():
         assert problems(dict.fromkeys(names, "x")) == [], where

@@ -1,17 +1,11 @@
 """Tests of tools/kube_bench.py: reading kube-bench's JSON reports, and the build's cache and pin (no network)."""
 
-import importlib.util
-import os
 import tarfile
 from pathlib import Path
 
 import pytest
 
-_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tools",
-                     "kube_bench.py")
-_SPEC = importlib.util.spec_from_file_location("kube_bench", _PATH)
-kube_bench = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(kube_bench)
+import kube_bench
 
 
 def _result(number, status, scored=True, desc="a test"):

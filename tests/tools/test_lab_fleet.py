@@ -1,27 +1,18 @@
-"""Tests of tools/lab_fleet.py: docs/fleet.md's prod.yml found on the page and given the lab's values, the spare
+"""Tests of lab/lab_fleet.py: docs/fleet.md's prod.yml found on the page and given the lab's values, the spare
 nodes read from the inventory lab/lab.py writes, and the Secret of the lab's key."""
 
 import base64
-import importlib.util
 import json
 import os
 import pathlib
-import sys
 
 import pytest
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_SPEC = importlib.util.spec_from_file_location("lab_fleet", os.path.join(ROOT, "tools", "lab_fleet.py"))
-lab_fleet = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(lab_fleet)
+import lab
+import lab_fleet
 
-_LAB_SPEC = importlib.util.spec_from_file_location("lab", os.path.join(ROOT, "lab", "lab.py"))
-lab = sys.modules.get("lab")
-if lab is None:
-    lab = importlib.util.module_from_spec(_LAB_SPEC)
-    sys.modules["lab"] = lab  # its dataclasses look their module up
-    _LAB_SPEC.loader.exec_module(lab)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 DOCS = pathlib.Path(ROOT, "docs", "fleet.md").read_text(encoding="utf-8")
 

@@ -1,19 +1,10 @@
 """Tests of the inventory lab/lab.py writes: nothing pulled, and KubeSphere's lab settings only with slipway_kubesphere_enabled."""
 
-import importlib.util
-import os
 import pathlib
-import sys
 
 import yaml
 
-_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "lab", "lab.py")
-_SPEC = importlib.util.spec_from_file_location("lab", _PATH)
-lab = sys.modules.get("lab")
-if lab is None:
-    lab = importlib.util.module_from_spec(_SPEC)
-    sys.modules["lab"] = lab  # its dataclasses look their module up
-    _SPEC.loader.exec_module(lab)
+import lab
 
 CLUSTER = lab.Cluster("lab", "10.88.100.0/24", {"cp1": lab.Node("cp1", ("kube_control_plane", "etcd"), "10.88.100.11")})
 

@@ -1,17 +1,10 @@
 """Tests of lab/lab.py's raising of the machine's inotify limits (the nodes share its kernel)."""
 
-import importlib.util
-import os
 import pathlib
-import sys
 
 import pytest
 
-_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "lab", "lab.py")
-_SPEC = importlib.util.spec_from_file_location("lab", _PATH)
-lab = importlib.util.module_from_spec(_SPEC)
-sys.modules["lab"] = lab  # its dataclasses look their module up
-_SPEC.loader.exec_module(lab)
+import lab
 
 
 def proc_sys(tmp_path, instances, watches):

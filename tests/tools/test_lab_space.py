@@ -1,16 +1,8 @@
 """Tests of lab/lab.py's disk check: new nodes are refused before any is made when they would fill the disk."""
 
-import importlib.util
-import os
-import sys
-
 import pytest
 
-_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "lab", "lab.py")
-_SPEC = importlib.util.spec_from_file_location("lab", _PATH)
-lab = importlib.util.module_from_spec(_SPEC)
-sys.modules["lab"] = lab  # its dataclasses look their module up
-_SPEC.loader.exec_module(lab)
+import lab
 
 MB = 1024**2
 
@@ -55,7 +47,7 @@ def test_enough_space_or_no_new_node_passes():
 
 def test_up_checks_before_it_makes_any_node(tmp_path, monkeypatch):
     made = []
-    monkeypatch.setattr(lab, "ensure_image", lambda home: False)
+    monkeypatch.setattr(lab, "ensure_image", lambda home, release: False)
     monkeypatch.setattr(lab, "ensure_key", lambda home: tmp_path / "key")
     monkeypatch.setattr(lab, "raise_kernel_limits", lambda: [])
     monkeypatch.setattr(lab, "lab_home", lambda: tmp_path)

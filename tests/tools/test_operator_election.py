@@ -6,18 +6,12 @@ from __future__ import annotations
 
 import copy
 import datetime
-import os
-import sys
 from types import SimpleNamespace
 
 import pytest
+from kubernetes.client import exceptions as kubernetes_exceptions
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if os.path.join(ROOT, "operator") not in sys.path:
-    sys.path.insert(0, os.path.join(ROOT, "operator"))
-
-from kubernetes.client import exceptions as kubernetes_exceptions  # noqa: E402  pylint: disable=wrong-import-position
-from slipway_operator import election  # noqa: E402  pylint: disable=wrong-import-position
+from slipway_operator import election
 
 
 class FakeLeases:

@@ -4,15 +4,12 @@ metrics and Events. The component catalogue is the collection's own (plugins/mod
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if os.path.join(ROOT, "operator") not in sys.path:
-    sys.path.insert(0, os.path.join(ROOT, "operator"))
+from slipway_operator import logic
 
-from slipway_operator import logic  # noqa: E402  pylint: disable=wrong-import-position
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CATALOGUE = logic.load_catalogue(ROOT)
 
@@ -253,3 +250,9 @@ def test_the_runs_ansible_cfg_sets_the_poll_interval_ansible_reads(tmp_path):
     path = logic.ansible_config(tmp_path / "work")
     assert path == str(tmp_path / "work" / "ansible.cfg")
     assert ConfigManager(conf_file=path).get_config_value("DEFAULT_INTERNAL_POLL_INTERVAL") == 0.01
+
+
+def test_the_runs_ansible_cfg_injects_no_facts_as_variables(tmp_path):
+    # As the checkout's ansible.cfg: the runs prove the playbooks read facts only as ansible_facts['name'].
+    from ansible.config.manager import ConfigManager  # pylint: disable=import-outside-toplevel
+    assert ConfigManager(conf_file=logic.ansible_config(tmp_path)).get_config_value("INJECT_FACTS_AS_VARS") is False

@@ -7,12 +7,9 @@
 The format and both backends are described in docs/bundle.md.
 """
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from bundler.cli import main  # noqa: E402
+from bundler.cli import main  # the script's own folder, first on sys.path
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tools", "bundle"))
-
-from bundler import dockerarchive, images  # noqa: E402  pylint: disable=wrong-import-position
+from bundler import dockerarchive, images  # tools/bundle, importable in .venv (pyproject.toml)
 
 REF = "localhost/slipway/verify-busybox:1"
 

@@ -28,10 +28,10 @@ import sys
 import time
 from pathlib import Path
 
+import doc_commands  # the commands README.md and docs/ show (tools/, importable in .venv: pyproject.toml)
+from bench.cluster import recap  # the same PLAY RECAP parser as make bench
+
 ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "tools"))
-from bench import recap  # noqa: E402  (the same PLAY RECAP parser as make bench)
-import doc_commands  # noqa: E402  (the commands README.md and docs/ show)
 
 
 def stage_inventory(nodes: list[str]) -> str:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import datetime
-import importlib.util
 import ipaddress
 import os
 import socket
@@ -24,10 +23,10 @@ PROBE_FILE = os.path.join(ROOT, "roles", "metrics_server", "files", "kubelet_tls
 
 
 def load_probe():
-    spec = importlib.util.spec_from_file_location("kubelet_tls_probe", PROBE_FILE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    # The role's file, imported through the collection as ansible-test units has it (any file of it is importable).
+    from ansible_collections.slipway.cluster.roles.metrics_server.files import kubelet_tls_probe  # pylint: disable=import-outside-toplevel
+
+    return kubelet_tls_probe
 
 
 def certificate(subject: str, key, issuer_name: str, issuer_key, ca: bool, address: str = ""):

@@ -39,10 +39,8 @@ TOOLS_BUNDLE = os.path.dirname(HERE)
 REPO_ROOT = os.path.dirname(os.path.dirname(TOOLS_BUNDLE))
 PATCH_DIR = os.path.join(TOOLS_BUNDLE, "kubesphere")
 SOURCES_ENV = "SLIPWAY_KUBESPHERE_SOURCES"
-# Where the sources are looked for without SLIPWAY_KUBESPHERE_SOURCES: shared/ beside the checkout
-# (CI's layout), then this workplace's.
-SOURCE_DIRS = (os.path.join(os.path.dirname(REPO_ROOT), "shared", "reference", "kubesphere"),
-               "/work/shared/reference/kubesphere")
+# Where the sources are looked for without SLIPWAY_KUBESPHERE_SOURCES: shared/ beside the checkout.
+SOURCE_DIRS = (os.path.join(os.path.dirname(REPO_ROOT), "shared", "reference", "kubesphere"),)
 # Each repository's patches, applied in this order, with the reason (docs/bundle.md repeats them).
 PATCHES = {
     "kubesphere": [

@@ -1,6 +1,6 @@
 """The results of the steps and the one table that sets them side by side.
 
-Every figure comes from a run: its wall time and the PLAY RECAP of its own output (tools/bench.py's
+Every figure comes from a run: its wall time and the PLAY RECAP of its own output (bench.cluster's
 parser). A step that failed carries the end of its output instead of a time, and the table says
 "failed" with that reason: it never shows a figure for it.
 """
@@ -106,7 +106,7 @@ def table(results: Sequence[StepResult]) -> str:
 
 
 def host_table(results: Sequence[StepResult]) -> str:
-    """Every run's PLAY RECAP per host, as tools/bench.py prints it, for the record."""
+    """Every run's PLAY RECAP per host, as bench.cluster prints it, for the record."""
     lines = ["| installer | step | host | ok | changed | skipped | failed | task results |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for r in results:

@@ -1,12 +1,12 @@
 """make compare: slipway and kubespray side by side (docs/performance.md, "Side by side with kubespray").
 
-    python -m compare run [--bundle DIR] [--node NAME:GROUPS ...] [--installer slipway|kubespray] [--step STEP ...]
-    python -m compare prepare     kubespray's virtualenv, nerdctl, the haproxy image (cached)
-    python -m compare check       kubespray's own defaults and inventory checks on the extra vars, localhost only
-    python -m compare settings    kubespray's settings beyond its defaults, each with its reason (Markdown)
-    python -m compare smoke       the files server and the registry on loopback, one image in and read back
+    python -m bench.compare run [--bundle DIR] [--node NAME:GROUPS ...] [--installer slipway|kubespray] [--step STEP ...]
+    python -m bench.compare prepare     kubespray's virtualenv, nerdctl, the haproxy image (cached)
+    python -m bench.compare check       kubespray's own defaults and inventory checks on the extra vars, localhost only
+    python -m bench.compare settings    kubespray's settings beyond its defaults, each with its reason (Markdown)
+    python -m bench.compare smoke       the files server and the registry on loopback, one image in and read back
 
-Run from tools/ (`make compare` does) as root, with the controller virtualenv's python.
+Run as root with the controller virtualenv's python (`make compare` does).
 """
 from __future__ import annotations
 
@@ -19,10 +19,11 @@ from pathlib import Path
 
 import yaml
 
-from compare import bundle, check, kubespray, prepare, report, run, services
+from bench.compare import bundle, check, kubespray, prepare, report, run, services
 
-ROOT = Path(__file__).resolve().parents[2]
-TARBALL = Path("/work/shared/reference/kubespray/kubespray-46dbdd399.tar.gz")
+ROOT = Path(__file__).resolve().parents[3]
+# kubespray's git archive in shared/ beside the checkout, as the bundle builder looks for KubeSphere's sources.
+TARBALL = ROOT.parent / "shared" / "reference" / "kubespray" / "kubespray-46dbdd399.tar.gz"
 NODES = ["cp1:kube_control_plane,etcd", "cp2:kube_control_plane,etcd", "cp3:kube_control_plane,etcd",
          "w1:kube_node", "w2:kube_node"]
 
@@ -128,7 +129,7 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="compare", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.compare", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kubespray", default=str(TARBALL), help="kubespray's git archive (tar.gz)")
     parser.add_argument("--work", default=str(ROOT / ".cache" / "compare"), help="inventories, logs, files_repo, registry")
     sub = parser.add_subparsers(dest="command", required=True)

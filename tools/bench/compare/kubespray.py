@@ -1,32 +1,25 @@
 """kubespray's inventory and extra vars for the comparison, each setting with its reason.
 
-Only what kubespray's docs or /work/shared/reference/kubespray/README.md (the earlier attempt on this
-lab) say is needed: the rest stays at kubespray's defaults. The reasons go into docs/performance.md
+Only what kubespray's docs or shared/reference/kubespray/README.md beside the checkout (the earlier attempt on
+this lab) say is needed: the rest stays at kubespray's defaults. The reasons go into docs/kubespray.md
 as a table (settings_table), so anyone can repeat the run.
 """
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-_ROOT = Path(__file__).resolve().parents[2]
+from bench.compare.bundle import Release, Served
+# The kubelet settings every lab node needs (lab/lab.py), given to kubespray's kubelets as lab.py gives them to slipway's.
+from lab import LAB_KUBELET_CONFIGURATION
+
+_ROOT = Path(__file__).resolve().parents[3]
 # slipway's containerd settings that kubespray's containerd role can be given the same (through
 # containerd_extra_runtime_args), read from the role so the two stay alike.
 _CONTAINERD_DEFAULTS = _ROOT / "roles" / "containerd" / "defaults" / "main.yml"
-# The kubelet settings every lab node needs (lab/lab.py), given to kubespray's kubelets as lab.py gives them to slipway's.
-_LAB = _ROOT / "lab"
-if str(_LAB) not in sys.path:
-    sys.path.insert(0, str(_LAB))
-from lab import LAB_KUBELET_CONFIGURATION  # noqa: E402  pylint: disable=wrong-import-position
-
-try:  # run as `python -m compare` (tools/ on sys.path) or imported by the tests the same way
-    from compare.bundle import Release, Served
-except ImportError:  # pragma: no cover
-    from bundle import Release, Served  # type: ignore[no-redef,attr-defined]
 
 GROUPS = ("kube_control_plane", "kube_node", "etcd")
 # The playbooks of kubespray's top directory, one per step of the comparison.
@@ -103,7 +96,7 @@ def version_settings(release: Release, served: dict[str, Served], registry: str)
 
 
 def settings(release: Release, served: dict[str, Served], files_url: str, registry: str) -> list[Setting]:
-    """Every setting beyond kubespray's defaults, in the order of the table in docs/performance.md."""
+    """Every setting beyond kubespray's defaults, in the order of the table in docs/kubespray.md."""
     offline = "docs/operations/offline-environment.md: files from a files_repo with the original domains on top"
     plain_http = {"host": f"http://{registry}", "capabilities": ["pull", "resolve"], "skip_verify": True}
     mirror = [{"prefix": registry, "mirrors": [plain_http]}]
@@ -204,7 +197,7 @@ def mirror_ref(registry: str, ref: str) -> str:
 
 
 def symbolic(files_port: int = 8780, registry_port: int = 5000) -> list[Setting]:
-    """The settings with the bundle's values named instead of given: the table of docs/performance.md, which
+    """The settings with the bundle's values named instead of given: the table of docs/kubespray.md, which
     holds for any bundle (the run writes the real values into its extra vars files)."""
     components = ("etcd", "cni_plugins", "crictl", "containerd", "runc", "metrics_server")
     release = Release(
@@ -230,7 +223,7 @@ def extra_vars(found: list[Setting]) -> dict[str, Any]:
 
 
 def settings_table(found: list[Setting], skip: tuple[str, ...] = ()) -> str:
-    """The Markdown table of docs/performance.md: setting, value, why."""
+    """The Markdown table of docs/kubespray.md: setting, value, why."""
     lines = ["| setting | value | why |", "| --- | --- | --- |"]
     for s in found:
         if s.name in skip:

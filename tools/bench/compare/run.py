@@ -1,7 +1,7 @@
 """One comparison: for each installer in turn, a fresh 5-node lab cluster and the six steps on it.
 
-The lab nodes come from lab/lab.py (its CLI, as tools/bench.py uses it); the web workload and the
-client loop of the upgrade, and the PLAY RECAP parser, are tools/bench.py's. kubespray gets the
+The lab nodes come from lab/lab.py (its CLI, as bench.cluster uses it); the web workload and the
+client loop of the upgrade, and the PLAY RECAP parser, are bench.cluster's. kubespray gets the
 bundle from a files server and a registry on the lab network's gateway, started here and stopped
 when the run ends, also when it fails.
 """
@@ -23,15 +23,12 @@ from typing import Any
 
 import yaml
 
-from compare import bundle as bundle_mod
-from compare import check, kubespray, prepare, report, services, steps
+import bench.cluster  # recap, serve_web
+from bench.compare import bundle as bundle_mod
+from bench.compare import check, kubespray, prepare, report, services, steps
+from lab import container_name
 
-ROOT = Path(__file__).resolve().parents[2]
-TOOLS = ROOT / "tools"
-if str(TOOLS) not in sys.path:
-    sys.path.insert(0, str(TOOLS))
-import bench  # noqa: E402  (tools/bench.py: recap, serve_web)
-from lab import container_name  # noqa: E402  (lab/lab.py, on sys.path through compare.kubespray)
+ROOT = Path(__file__).resolve().parents[3]
 
 LAB = ROOT / "lab" / "lab.py"
 # The images kubespray pulls for this cluster (and the client loop's busybox), by the bundle's short names.
@@ -111,9 +108,9 @@ def lab_up(cluster: str, inventory: Path, nodes: list[str], added_groups: str, l
 @contextlib.contextmanager
 def client_loop(inventory: Path, manifest: dict[str, Any], logs: Path,
                 pull_policy: str = "Never") -> Iterator[list[dict[str, Any]]]:
-    """tools/bench.py's web Deployment and client during the block; the client's counts appended at the end."""
+    """bench.cluster's web Deployment and client during the block; the client's counts appended at the end."""
     counts: list[dict[str, Any]] = []
-    client = bench.serve_web(str(inventory), manifest, logs, pull_policy)
+    client = bench.cluster.serve_web(str(inventory), manifest, logs, pull_policy)
     try:
         yield counts
     finally:
@@ -196,13 +193,13 @@ def measure(installer: str, run_steps: dict[str, list[steps.Command]], before: d
             counts: list[dict[str, Any]] = []
             try:
                 with upgrade_client() as counts:
-                    result = steps.run_step(installer, step, run_steps[step], log, bench.recap)
+                    result = steps.run_step(installer, step, run_steps[step], log, bench.cluster.recap)
             except (RuntimeError, OSError, subprocess.CalledProcessError) as error:
                 result = report.StepResult(installer, step, error=f"the client loop failed: {error}")
             if counts and result.ok:
                 result.failed_requests, result.requests = counts[0]["failures"], counts[0]["requests"]
         else:
-            result = steps.run_step(installer, step, run_steps[step], log, bench.recap)
+            result = steps.run_step(installer, step, run_steps[step], log, bench.cluster.recap)
         results.append(result)
         print(f"   {'failed' if result.error else f'{result.seconds:.0f} s, {result.changed} changed'}", flush=True)
         if result.error:
@@ -227,7 +224,7 @@ def compare(opts: Options) -> tuple[list[report.StepResult], str]:
     logs.mkdir(parents=True, exist_ok=True)
     source, kubespray_commit = unpack(opts.tarball, opts.work / "src")
     python = Path(sys.executable)
-    bench.BUNDLE = opts.bundle  # serve_web's kubectl
+    bench.cluster.BUNDLE = opts.bundle  # serve_web's kubectl
     results: list[report.StepResult] = []
     load: dict[str, tuple[float, float]] = {}
     for installer in opts.installers:

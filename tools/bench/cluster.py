@@ -1,10 +1,9 @@
-#!/usr/bin/env python
 """Measure site.yml on a fresh lab cluster: a first run that builds the cluster, then a rerun
 that must change nothing. Prints wall times and task results per host (from PLAY RECAP) of both
 runs as a Markdown table, for docs/performance.md.
 
-    tools/bench.py --cluster bench --node cp1:kube_control_plane,etcd ... [--vars KEY=VALUE ...]
-                   [--add w3:kube_node ...] [--upgrade] [--keep] [--log-dir DIR]
+    python -m bench.cluster --cluster bench --node cp1:kube_control_plane,etcd ... [--vars KEY=VALUE ...]
+                            [--add w3:kube_node ...] [--upgrade] [--keep] [--log-dir DIR]
 
 With --add, the added machines are started with the others but left out of the inventory's groups;
 after the first run they are put in their groups and playbooks/scale.yml adds them (timed), then runs
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = ROOT / "bundle"
 LAB = ROOT / "lab" / "lab.py"
 RECAP = re.compile(r"^(?P<host>\S+)\s+:\s+(?P<counts>(?:\w+=\d+\s*)+)$")
@@ -149,7 +148,7 @@ def serve_web(inventory: str, manifest: dict, logs: Path, pull_policy: str = "Ne
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.cluster", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cluster", default="bench")
     parser.add_argument("--node", action="append", required=True)
     parser.add_argument("--vars", action="append", default=[])

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Time preflight's first stage at fleet size, with generated inventories and no host contacted.
 
 For each size N (default 10, 100 and 1,000 hosts: 3 control planes, the rest workers, documentation
@@ -14,7 +13,7 @@ addresses, ssh to a closed port so a connection would fail at once), prints the 
 Both are whole ansible-playbook runs (start-up and inventory parsing included). Figures for
 docs/performance.md; `make bench-preflight` runs it.
 
-    tools/bench_preflight.py [--sizes 10,100,1000] [--keep DIR] [--playbooks upgrade,scale,...|none]
+    python -m bench.preflight [--sizes 10,100,1000] [--keep DIR] [--playbooks upgrade,scale,...|none]
 """
 from __future__ import annotations
 
@@ -27,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 MISTAKES = {"slipway_lb_mod": "vip", "slipway_node_cidr_mask_size": "big", "kube_network_plugin": "calico"}
 MODEL_PLAYBOOK = """\
@@ -86,7 +85,7 @@ def timed(args: list[str]) -> tuple[str, subprocess.CompletedProcess]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.preflight", description=__doc__.split("\n", 1)[0])
     parser.add_argument("--sizes", default="10,100,1000")
     parser.add_argument("--keep", help="write the inventories and logs to this directory")
     parser.add_argument("--playbooks", default=",".join(DAY2), help="the day-2 playbooks to time, or none")

@@ -1,11 +1,10 @@
-#!/usr/bin/env python
 """Measure slipway-operator on a lab cluster: the time from `kubectl patch` of the ClusterConfiguration
 to status `enabled` for one small component (alerting: one ThanosRuler), back to `disabled`, and a
 reconcile with nothing to do (a spec edit of a component that is off). Prints a Markdown table for
 docs/performance.md.
 
-    tools/bench_operator.py [--cluster bench-operator] [--rounds 3] [--keep]
-    tools/bench_operator.py --kubeconfig FILE [--rounds 3]     # a running cluster with the operator
+    python -m bench.operator [--cluster bench-operator] [--rounds 3] [--keep]
+    python -m bench.operator --kubeconfig FILE [--rounds 3]     # a running cluster with the operator
 
 Without --kubeconfig a fresh single-node lab cluster is made (lab/lab.py) and site.yml deploys the
 components and the operator on it (slipway_kubesphere_enabled, slipway_operator_enabled, images from
@@ -26,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "lab" / "lab.py"
 NAMESPACE = "kubesphere-system"
 POLL = 0.2
@@ -116,7 +115,7 @@ def table(figures: dict[str, list[float]]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.operator", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cluster", default="bench-operator")
     parser.add_argument("--kubeconfig", type=Path, help="measure this running cluster instead of making one")
     parser.add_argument("--bundle", type=Path, default=ROOT / "bundle")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The fleet on the lab cluster (docs/fleet.md, "On the lab"): the last step of `make lab-fleet`.
 
-    tools/lab_fleet.py --inventory inventories/lab/hosts.yml --bundle bundle
+    lab/lab_fleet.py --inventory inventories/lab/hosts.yml --bundle bundle
 
 After playbooks/fleet.yml made the lab cluster a management cluster, this makes what a user would make by hand
 there: the Secret `fleet-ssh` with the lab's SSH key (the key of the inventory's spare nodes) in the namespace
@@ -46,7 +46,7 @@ class _IndentedDumper(yaml.SafeDumper):  # pylint: disable=too-many-ancestors
 
 def render(doc: dict[str, Any], first: str, address: str) -> str:
     """The file written for the user: a comment that says what it is, then the document."""
-    return (f"# docs/fleet.md's {EXAMPLE} for the lab ({first} at {address}); written by tools/lab_fleet.py\n---\n"
+    return (f"# docs/fleet.md's {EXAMPLE} for the lab ({first} at {address}); written by lab/lab_fleet.py\n---\n"
             + yaml.dump(doc, Dumper=_IndentedDumper, sort_keys=False, width=120))
 
 

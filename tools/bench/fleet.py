@@ -1,12 +1,11 @@
-#!/usr/bin/env python
 """Measure the fleet on the lab (docs/performance.md, "The fleet"): a SlipwayCluster to Running against the same
 site.yml run directly, and two SlipwayClusters at once against one after the other.
 
-    tools/bench_fleet.py --inventory inventories/lab/hosts.yml --bundle bundle [--rounds 2] [--log-dir DIR]
+    python -m bench.fleet --inventory inventories/lab/hosts.yml --bundle bundle [--rounds 2] [--log-dir DIR]
 
 The lab cluster of `make lab` with the fleet deployed in it and two spare lab nodes (`make bench-fleet` makes them:
 make lab-fleet with LAB_FLEET_NODES="t1:fleet_hosts t2:fleet_hosts"). Every cluster is docs/fleet.md's prod.yml with
-the lab's values (tools/lab_fleet.py), one node (control plane and worker) on a spare node, named bench-<node>. The
+the lab's values (lab/lab_fleet.py), one node (control plane and worker) on a spare node, named bench-<node>. The
 direct run gets the same inventory and variables the fleet's Job gets (slipway_fleet.spec), the bundle from this
 machine instead of the Job's mount, and the lab's key. Steps, each alone on the machine:
 
@@ -28,7 +27,6 @@ import argparse
 import dataclasses
 import datetime
 import functools
-import importlib.util
 import json
 import os
 import subprocess
@@ -40,14 +38,10 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "operator"))
-from slipway_fleet import spec as fleet_spec  # noqa: E402  pylint: disable=wrong-import-position
+import lab_fleet
+from slipway_fleet import spec as fleet_spec
 
-_SPEC = importlib.util.spec_from_file_location("lab_fleet", ROOT / "tools" / "lab_fleet.py")
-assert _SPEC is not None and _SPEC.loader is not None
-lab_fleet = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(lab_fleet)
+ROOT = Path(__file__).resolve().parents[2]
 
 NAMESPACE = lab_fleet.NAMESPACE
 POLL = 1.0
@@ -309,7 +303,7 @@ def commit() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.fleet", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--inventory", type=Path, default=ROOT / "inventories" / "lab" / "hosts.yml")
     parser.add_argument("--bundle", type=Path, default=ROOT / "bundle")
     parser.add_argument("--rounds", type=int, default=2, choices=range(2, 10), metavar="2..9",
@@ -325,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         nodes = tuple(sorted(lab.spares)[:2])
         figures = execute(lab, schedule((nodes[0], nodes[1]), args.rounds), lambda line: print(line, flush=True))
     except BenchError as error:
-        print(f"bench_fleet.py: {error}", file=sys.stderr)
+        print(f"bench.fleet: {error}", file=sys.stderr)
         return 1
     header = (f"{started:%Y-%m-%d %H:%M} UTC, commit {commit()}, {os.cpu_count()} CPUs, Kubernetes {lab.version}, "
               f"spare nodes {', '.join(f'{n} {lab.spares[n]}' for n in nodes)}")

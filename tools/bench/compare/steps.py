@@ -7,10 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-try:
-    from compare.report import StepResult, failure
-except ImportError:  # pragma: no cover
-    from report import StepResult, failure  # type: ignore[no-redef,import-not-found]
+from bench.compare.report import StepResult, failure
 
 Recap = Callable[[str], dict[str, dict[str, int]]]
 
@@ -24,7 +21,7 @@ class Command:
 
 def slipway_commands(step: str, *, playbook: str, inventory: Path, root: Path, env: dict[str, str], added: str,
                      version: str) -> list[Command]:
-    """slipway's playbooks for a step (the same ones tools/bench.py times)."""
+    """slipway's playbooks for a step (the same ones bench.cluster times)."""
     base = [playbook, "-i", str(inventory)]
     argv = {
         "create": [*base, "site.yml"],
