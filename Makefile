@@ -35,7 +35,7 @@ SCENARIOS   ?= lifecycle fleet vip kubesphere loadbalancer loadbalancer_local pr
 TEST_LANES  ?= 2
 SCENARIO    ?= preinstall
 
-.PHONY: help deps venv collection bundle lab-bundle bundle-verify lab lab-fleet lab-down lab-status audit lint typecheck sanity units integration molecule test clean
+.PHONY: help deps venv collection bundle lab-bundle bundle-verify lab lab-fleet lab-down lab-status audit lint typecheck sanity units ansible-core integration molecule test clean
 
 # The measurement targets add their lines to help (help:: there too).
 help::
@@ -43,6 +43,7 @@ help::
 	@echo "make lab-fleet  the fleet on the lab cluster: a spare lab node, the fleet controller, a SlipwayCluster to apply"
 	@echo "make test       everything CI runs: lint, sanity, units, integration, every Molecule scenario"
 	@echo "make audit      kube-bench itself (cis-1.12, built from its Go module) on the lab cluster's nodes"
+	@echo "make ansible-core  sanity and units on each ansible-core release 2.16 to 2.21 (2.20, 2.21 on Debian 13's Python)"
 	@echo "make lint | typecheck | sanity | units | integration | molecule SCENARIO=name | lab-down | lab-status"
 
 # System packages (Debian 12). Installed only when something is missing.
@@ -157,6 +158,19 @@ sanity: venv
 
 units: venv
 	@$(SUITE) units -- $(ROOT)/tests/ansible-test.sh units
+
+# The same sanity and units on every other ansible-core release meta/runtime.yml admits (make sanity and make units
+# run 2.19, the pinned one): 2.16 to 2.18 on this machine's Python, 2.20 and 2.21 on Debian 13's Python 3.13
+# (tests/ansible-core.sh). make test runs the units of each and the sanity of the newest (ANSIBLE_CORE_SANITY);
+# make ansible-core runs both on each.
+ANSIBLE_CORE_RELEASES ?= 2.16.19 2.17.14 2.18.19 2.20.10 2.21.5
+ANSIBLE_CORE_SANITY   ?= $(ANSIBLE_CORE_RELEASES)
+ansible-core: deps venv
+	@rc=0; for version in $(ANSIBLE_CORE_RELEASES); do \
+	  $(SUITE) units-$$version -- $(ROOT)/tests/ansible-core.sh units $$version || rc=1; \
+	  if [[ " $(ANSIBLE_CORE_SANITY) " == *" $$version "* ]]; then \
+	    $(SUITE) sanity-$$version -- $(ROOT)/tests/ansible-core.sh sanity $$version || rc=1; fi; \
+	done; exit $$rc
 
 # Controller-side end-to-end checks: real ansible-playbook, ansible-galaxy build/install, ansible-doc.
 integration: venv collection bundle

@@ -5,7 +5,8 @@
 set -euo pipefail
 venv_python=${1:?path to the virtualenv python that runs ansible-test}
 version=$("$venv_python" -c 'from ansible_test._internal.python_requirements import get_venv_packages
-class P: version = "3.11"
+import sys
+class P: version = "%d.%d" % sys.version_info[:2]
 print(get_venv_packages(P)["pip"])')
 cache=$HOME/.ansible/test/cache
 script=$cache/get_pip_${version//./_}.py

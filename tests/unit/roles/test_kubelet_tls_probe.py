@@ -36,7 +36,15 @@ def certificate(subject: str, key, issuer_name: str, issuer_key, ca: bool, addre
                .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer_name)]))
                .public_key(key.public_key()).serial_number(x509.random_serial_number())
                .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+               # As kubeadm's (Go's crypto/x509) certificates have them; Python 3.13's default verification
+               # (VERIFY_X509_STRICT, trixie's python3) refuses a chain without them.
+               .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+               .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
+                              critical=False)
+               .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=True, key_cert_sign=ca,
+                                            content_commitment=False, data_encipherment=False, key_agreement=False,
+                                            crl_sign=False, encipher_only=False, decipher_only=False), critical=True))
     if address:
         builder = builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(address))]),
                                         critical=False)

@@ -16,7 +16,7 @@ import pytest
 
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import init_plugin_loader
-from ansible.template import Templar, trust_as_template
+from ansible_collections.slipway.cluster.tests.unit.roles.templating import Templar, load_role_file, trust_as_template
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "..", ".."))
@@ -34,7 +34,7 @@ def role_variables() -> dict:
     loader = DataLoader()
     variables = {}
     for path in ("defaults/main.yml", "vars/main.yml"):
-        variables.update(loader.load_from_file(os.path.join(ROLE, path), trusted_as_template=True))
+        variables.update(load_role_file(os.path.join(ROLE, path), loader))
     return variables
 
 

@@ -14,7 +14,7 @@ import yaml
 
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import init_plugin_loader
-from ansible.template import Templar, trust_as_template
+from ansible_collections.slipway.cluster.tests.unit.roles.templating import Templar, load_role_file, trust_as_template
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "..", ".."))
@@ -31,7 +31,7 @@ def _plugin_loader() -> None:
 _plugin_loader()
 ROLE_VARIABLES = {}
 for _path in ("defaults/main.yml", "vars/main.yml"):
-    ROLE_VARIABLES.update(DataLoader().load_from_file(os.path.join(ROLE, _path), trusted_as_template=True))
+    ROLE_VARIABLES.update(load_role_file(os.path.join(ROLE, _path)))
 
 
 def render(what: str, component: str = "core", spec=None, **extra):

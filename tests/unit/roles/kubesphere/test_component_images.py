@@ -11,7 +11,7 @@ import pytest
 
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import init_plugin_loader
-from ansible.template import Templar, trust_as_template
+from ansible_collections.slipway.cluster.tests.unit.roles.templating import Templar, load_role_file, trust_as_template
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "..", ".."))
@@ -46,7 +46,7 @@ _plugin_loader()
 LOADER = DataLoader()
 ROLE_VARIABLES = {}
 for _path in ("defaults/main.yml", "vars/main.yml"):
-    ROLE_VARIABLES.update(LOADER.load_from_file(os.path.join(ROLE, _path), trusted_as_template=True))
+    ROLE_VARIABLES.update(load_role_file(os.path.join(ROLE, _path), LOADER))
 COMPONENTS = sorted(name for name, entry in ROLE_VARIABLES["_kubesphere_components"].items() if "objects_from" not in entry)
 
 

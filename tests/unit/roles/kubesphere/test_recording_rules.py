@@ -15,7 +15,7 @@ import yaml
 
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import init_plugin_loader
-from ansible.template import Templar, trust_as_template
+from ansible_collections.slipway.cluster.tests.unit.roles.templating import Templar, trust_as_template
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "..", ".."))

@@ -1,0 +1,70 @@
+"""Every ansible-core release meta/runtime.yml admits is one make test runs the collection's tests on.
+
+requires_ansible is a promise: each minor release from its floor to the newest the package index serves (2.21) has
+its units in make test (make units on the pinned one, make ansible-core's slice on the others), its sanity in
+make ansible-core (make test: the newest's), on a Python that release supports (tests/ansible-core.sh).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+# The newest ansible-core minor the package index serves (2.21.5 on 2026-12-02). A newer one is a release to add to
+# ANSIBLE_CORE_RELEASES and to tests/ansible-core.sh, or a reason in the changelog to cap requires_ansible.
+NEWEST_MINOR = (2, 21)
+
+
+def minor(version: str) -> tuple[int, int]:
+    major, minor_, *_ = version.split(".")
+    return int(major), int(minor_)
+
+
+def admitted_minors() -> list[tuple[int, int]]:
+    runtime = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text())
+    floor = re.fullmatch(r">=\s*(\d+\.\d+)(\.\d+)?", runtime["requires_ansible"].strip())
+    assert floor, f"meta/runtime.yml: requires_ansible {runtime['requires_ansible']!r} is not a floor"
+    first = minor(floor.group(1))
+    return [(2, m) for m in range(first[1], NEWEST_MINOR[1] + 1)]
+
+
+def pinned() -> tuple[int, int]:
+    text = (ROOT / "requirements.txt").read_text()
+    return minor(re.search(r"^ansible-core==(\S+)", text, re.MULTILINE).group(1))
+
+
+def releases() -> list[str]:
+    return re.search(r"^ANSIBLE_CORE_RELEASES\s*\?=\s*(.*)$", (ROOT / "Makefile").read_text(),
+                     re.MULTILINE).group(1).split()
+
+
+def test_each_admitted_minor_has_its_tests():
+    tested = {minor(v) for v in releases()} | {pinned()}
+    missing = [f"{a}.{b}" for a, b in admitted_minors() if (a, b) not in tested]
+    assert not missing, f"requires_ansible admits ansible-core {missing}, which no suite of make test runs on"
+    assert len(releases()) == len({minor(v) for v in releases()}), "one release per minor in ANSIBLE_CORE_RELEASES"
+    assert pinned() not in {minor(v) for v in releases()}, "the pinned release already runs as make sanity/units"
+
+
+def test_make_test_runs_the_units_of_each_and_the_sanity_of_the_newest():
+    run_all = (ROOT / "tests" / "run-all.sh").read_text()
+    line = re.search(r'^\s*"\$make" --no-print-directory ansible-core (.*)$', run_all, re.MULTILINE)
+    assert line, "tests/run-all.sh runs make ansible-core in lane 1"
+    sanity = re.search(r'ANSIBLE_CORE_SANITY="([^"]*)"', line.group(1)).group(1).split()
+    assert "ANSIBLE_CORE_RELEASES" not in line.group(1), "make test runs the units of every release"
+    ordered = sorted(releases(), key=lambda v: tuple(map(int, v.split("."))))
+    assert minor(ordered[0]) == admitted_minors()[0] and minor(ordered[-1]) == admitted_minors()[-1]
+    assert sanity == [ordered[-1]]
+
+
+def test_the_script_knows_each_release_and_its_python():
+    script = (ROOT / "tests" / "ansible-core.sh").read_text()
+    cases = re.findall(r"^\s*((?:\d+\.\d+(?: \| )?)+)\)", script, re.MULTILINE)
+    known = {minor(v + ".0") for case in cases for v in case.split(" | ")}
+    assert set(admitted_minors()) <= known
+    # Python 3.12 or newer for 2.20 and later: Debian 13's, from the trixie root file system.
+    trixie = [case for case in cases if "2.20" in case][0]
+    assert "2.21" in trixie and "2.19" not in trixie
