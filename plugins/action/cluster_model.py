@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import glob
+import inspect
 import os
 import subprocess
 from typing import Any
@@ -47,6 +48,18 @@ ARGUMENT_SPEC = {
     "scope": {"type": "str", "default": "cluster", "choices": ["cluster", "settings"]},
     "playbook": {"type": "str", "default": "site", "choices": list(PLAYBOOKS)},
 }
+
+
+# ansible-core 2.19 templates a host's variables under that host's context and takes its name; 2.16 to 2.18 take the
+# variables and the loader only (meta/runtime.yml admits both).
+_HOST_VIEW_TAKES_HOST = "host" in inspect.signature(HostVarsVars.__init__).parameters
+
+
+def _host_view(raw: dict[str, Any], loader, host: str) -> HostVarsVars:
+    """A host's variables, templated when read, as hostvars[host] gives them."""
+    if _HOST_VIEW_TAKES_HOST:
+        return HostVarsVars(raw, loader=loader, host=host)
+    return HostVarsVars(raw, loader=loader)  # pylint: disable=no-value-for-parameter
 
 
 def _role_variable_names(roles_dir: str = ROLES_DIR) -> frozenset:
@@ -252,7 +265,7 @@ class ActionModule(ActionBase):
             # One lookup per host: it computes all of that host's variables, as written; only the few the
             # model reads are templated.
             raw = hostvars.raw_get(host) if hasattr(hostvars, "raw_get") else hostvars[host]
-            variables = HostVarsVars(raw, loader=self._loader, host=host)
+            variables = _host_view(raw, self._loader, host)
             host_settings[host] = {key: variables.get(key) for key in HOST_VARIABLES if variables.get(key) is not None}
             for key in raw:
                 if (key.startswith("slipway_") or key in ROLE_VARIABLE_NAMES) and key not in OWN_VARIABLES \

@@ -19,8 +19,8 @@ NEWEST_MINOR = (2, 21)
 
 
 def minor(version: str) -> tuple[int, int]:
-    major, minor_, *_ = version.split(".")
-    return int(major), int(minor_)
+    parts = version.split(".")
+    return int(parts[0]), int(parts[1])
 
 
 def admitted_minors() -> list[tuple[int, int]]:
