@@ -68,3 +68,14 @@ def test_the_script_knows_each_release_and_its_python():
     # Python 3.12 or newer for 2.20 and later: Debian 13's, from the trixie root file system.
     trixie = [case for case in cases if "2.20" in case][0]
     assert "2.21" in trixie and "2.19" not in trixie
+
+
+def test_a_scenario_of_make_test_runs_from_the_oldest_release():
+    scenarios = re.search(r"^SCENARIOS\s*\?=\s*(.*)$", (ROOT / "Makefile").read_text(), re.MULTILINE).group(1).split()
+    pinned_to = {name: version for name, _at, version in (s.partition("@") for s in scenarios) if version}
+    for name in (s.partition("@")[0] for s in scenarios):
+        assert (ROOT / "molecule" / name / "molecule.yml").is_file(), f"SCENARIOS names {name}, which is no scenario"
+    oldest = sorted(releases(), key=lambda v: tuple(map(int, v.split("."))))[0]
+    assert oldest in pinned_to.values(), f"no scenario of make test runs from ansible-core {oldest}"
+    script = (ROOT / "tests" / "ansible-core.sh").read_text()
+    assert re.search(rf"^\s*{re.escape('.'.join(oldest.split('.')[:2]))}\) package=ansible==", script, re.MULTILINE)
