@@ -118,6 +118,18 @@ def test_jinja_anywhere_in_the_spec_is_refused_by_field():
     assert tenancy.templates(SPEC) == []
 
 
+def test_the_console_certificate_settings_a_tenant_may_set_are_never_templates():
+    """kubesphere_console_tls_names and _secret are fleet variables (slipway_fleet.variables): a template in them is
+    refused like any other, and a plain name passes."""
+    spec = {**SPEC, "variables": {"kubesphere_console_tls_names": ["console.example", "{{ lookup('env', 'HOME') }}"],
+                                  "kubesphere_console_tls_secret": "{% raw %}x{% endraw %}"}}
+    assert [p.split(":")[0] for p in tenancy.templates(spec)] == [
+        "spec.variables.kubesphere_console_tls_names[1]", "spec.variables.kubesphere_console_tls_secret"]
+    plain = {**SPEC, "variables": {"kubesphere_console_tls_names": ["console.example"],
+                                   "kubesphere_console_tls_secret": "ks-console-tls"}}
+    assert tenancy.templates(plain) == []
+
+
 def test_secrets_of_the_cluster_configuration_stay_out_of_the_spec():
     spec = {**SPEC, "kubesphere": {"clusterConfiguration": {"authentication": {"jwtSecret": "k3y"},
                                                             "common": {"opensearch": {"basicAuth": {"password": ""}},
