@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import urllib.request
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from bench.operator import own_metrics
 
 from conftest import ROOT, run
 from kube_apiserver import fixture_kube_api, free_port, stop_processes  # pylint: disable=unused-import  # its API server, for this module
@@ -41,13 +41,7 @@ KS_INSTALLER_STATUS = {"core": {"status": "enabled", "enabledTime": "2023-06-21T
 def metrics(port: int) -> dict[str, float]:
     """The operator's /metrics as {'name{labels}': value}."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-        text = answer.read().decode()
-    values = {}
-    for line in text.splitlines():
-        match = re.match(r"^(slipway_operator_[a-z_]+(?:\{[^}]*\})?) (\S+)$", line)
-        if match:
-            values[match.group(1)] = float(match.group(2))
-    return values
+        return own_metrics(answer.read().decode())
 
 
 def component_status(kube_api, key: str) -> str | None:

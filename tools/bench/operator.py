@@ -34,6 +34,16 @@ SETTINGS = ("slipway_artifacts_source=bundle", "control_plane_coredns_upstreams=
             "slipway_operator_enabled=true", "kubesphere_image_pull_policy=Never", "kubesphere_wait=false")
 
 
+def own_metrics(text: str) -> dict[str, float]:
+    """slipway-operator's own series of a /metrics page, as {'name{labels}': value} (tests/integration reads it so too)."""
+    values = {}
+    for line in text.splitlines():
+        match = re.match(r"^(slipway_operator_[a-z_]+(?:\{[^}]*\})?) (\S+)$", line)
+        if match:
+            values[match.group(1)] = float(match.group(2))
+    return values
+
+
 class Cluster:
     """kubectl from the bundle against one cluster."""
 
@@ -59,13 +69,8 @@ class Cluster:
     def leader_metrics(self) -> dict[str, float]:
         lease = json.loads(self.kubectl("-n", NAMESPACE, "get", "lease", "slipway-operator", "-o", "json"))
         pod = lease["spec"]["holderIdentity"]
-        text = self.kubectl("get", "--raw", f"/api/v1/namespaces/{NAMESPACE}/pods/{pod}:8080/proxy/metrics")
-        values = {}
-        for line in text.splitlines():
-            match = re.match(r"^(slipway_operator_[a-z_]+(?:\{[^}]*\})?) (\S+)$", line)
-            if match:
-                values[match.group(1)] = float(match.group(2))
-        return values
+        return own_metrics(self.kubectl("get", "--raw",
+                                        f"/api/v1/namespaces/{NAMESPACE}/pods/{pod}:8080/proxy/metrics"))
 
 
 def until(predicate, what: str) -> float:
