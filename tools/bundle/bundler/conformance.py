@@ -523,20 +523,6 @@ def _go_step(backend, suite, extras, kubernetes_gomod):
     return backend.steps.run("go-conformance-%s" % version, key, produce), key
 
 
-def _debian_root(backend, deb_versions):
-    key = steps.digest({"debs": deb_versions, "code": steps.files_digest([os.path.join(HERE, "debs.py")])})
-
-    def produce(tmp):
-        backend.steps.say("conformance images' Debian packages: apt-get download + dpkg-deb -x "
-                          "(%d packages)" % len(deb_versions))
-        with open(backend.log_path, "a", encoding="utf-8") as log:
-            paths = debs.fetch(sorted(deb_versions), deb_versions,
-                               os.path.join(backend.cache_dir, "debs"), run=backend.run, log=log)
-        debs.unpack(paths, os.path.join(tmp, "root"), run=backend.run)
-
-    return os.path.join(backend.steps.run("debian-conformance-root", key, produce), "root"), key
-
-
 def _image(backend, name, tag, ref, inputs, layout):
     key = steps.digest({"name": name, "ref": ref, "inputs": inputs, "code": _code()})
 
@@ -578,7 +564,8 @@ def build(backend, result):
         ginkgo_version = json.load(handle)["ginkgo"]
     plan = plan_images(listed, {ref for _path, _src, _name, ref, _comp in result.images})
     deb_versions = debs.candidate_versions(DEBIAN_PACKAGES, run=backend.run)
-    deb_root, deb_key = _debian_root(backend, deb_versions)
+    deb_root, deb_key = backend._debian_root(deb_versions, step="debian-conformance-root",
+                                             what="conformance images' Debian packages")
     # The bundle's busybox (its debian-root step, reused).
     busybox_root, busybox_key = backend._debian_root(
         debs.candidate_versions(backend._deb_packages(), run=backend.run))

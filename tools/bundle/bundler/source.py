@@ -396,18 +396,19 @@ class SourceBackend:
 
         return self.steps.run("pause-" + tag, key, produce), key
 
-    def _debian_root(self, deb_versions):
+    def _debian_root(self, deb_versions, step="debian-root", what="Debian packages"):
+        """The packages unpacked into one root, a step of its own name (one stamp per name: a second set of packages,
+        the conformance images', takes another name so that neither replaces the other)."""
         key = steps.digest({"debs": deb_versions, "code": _code("debs.py")})
 
         def produce(tmp):
-            self.steps.say("Debian packages: apt-get download + dpkg-deb -x (%d packages)"
-                           % len(deb_versions))
+            self.steps.say("%s: apt-get download + dpkg-deb -x (%d packages)" % (what, len(deb_versions)))
             with open(self.log_path, "a", encoding="utf-8") as log:
                 paths = debs.fetch(sorted(deb_versions), deb_versions,
                                    os.path.join(self.cache_dir, "debs"), run=self.run, log=log)
             debs.unpack(paths, os.path.join(tmp, "root"), run=self.run)
 
-        return os.path.join(self.steps.run("debian-root", key, produce), "root"), key
+        return os.path.join(self.steps.run(step, key, produce), "root"), key
 
     def _image(self, spec, input_keys, busybox, applets, netfilter_root):
         key = steps.digest({"spec": spec.key(), "inputs": input_keys,
