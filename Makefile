@@ -163,8 +163,8 @@ units: venv
 
 # The same sanity and units on every other ansible-core release meta/runtime.yml admits (make sanity and make units
 # run 2.19, the pinned one): 2.16 to 2.18 on this machine's Python, 2.20 and 2.21 on Debian 13's Python 3.13
-# (tests/ansible-core.sh). make test runs the units of each and the sanity of the newest (ANSIBLE_CORE_SANITY);
-# make ansible-core runs both on each.
+# (tests/ansible-core.sh). make test runs the units of the oldest and the newest and the sanity of the newest
+# (tests/run-all.sh sets ANSIBLE_CORE_RELEASES and ANSIBLE_CORE_SANITY); make ansible-core runs both on each.
 ANSIBLE_CORE_RELEASES ?= 2.16.19 2.17.14 2.18.19 2.20.10 2.21.5
 ANSIBLE_CORE_SANITY   ?= $(ANSIBLE_CORE_RELEASES)
 ansible-core: deps venv
