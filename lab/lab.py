@@ -102,6 +102,48 @@ def raise_kernel_limits(proc_sys: Path = Path("/proc/sys")) -> list[str]:
     return notes
 
 
+# The lab is offline: its nodes reach each other, and the package registries through podman's NAT, nothing else. A
+# private address that is none of the lab's (a Service's ClusterIP on a port the Service no longer has, a pod subnet
+# no node has yet) would otherwise leave through this machine's uplink, whose network may answer any TCP connection:
+# the conformance suite's "Services should serve endpoints on same port and different protocols" then found a
+# removed port still answering. On a machine's own network nobody has those addresses; here the forwarded packet is
+# refused (ICMP net unreachable) by a chain of the lab's own in this machine's FORWARD chain, made once by `up`.
+LAB_CIDR = "10.88.0.0/16"
+PRIVATE_CIDRS = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+FIREWALL_CHAIN = "SLIPWAY-LAB"
+
+
+def firewall_rules() -> list[list[str]]:
+    """The lab chain's rules, in order: the lab's own network passes, any other private address is refused."""
+    rules = [["-s", LAB_CIDR, "-d", LAB_CIDR, "-j", "RETURN"]]
+    rules += [["-s", LAB_CIDR, "-d", cidr, "-j", "REJECT", "--reject-with", "icmp-net-unreachable"]
+              for cidr in PRIVATE_CIDRS]
+    return rules
+
+
+def keep_offline(run: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> list[str]:
+    """Make the lab chain and its jump from FORWARD where they are missing; one line per change."""
+    def iptables(*args: str) -> bool:
+        return run(["iptables", "-w", *args], check=False, capture_output=True, text=True).returncode == 0
+
+    def must(*args: str) -> None:
+        if not iptables(*args):
+            raise LabError(f"iptables {' '.join(args)} failed: the lab needs root and iptables on this machine")
+
+    notes = []
+    if not iptables("-S", FIREWALL_CHAIN):
+        must("-N", FIREWALL_CHAIN)
+        notes.append(f"made the iptables chain {FIREWALL_CHAIN} on this machine (lab traffic to other private "
+                     "addresses is refused)")
+    for rule in firewall_rules():
+        if not iptables("-C", FIREWALL_CHAIN, *rule):
+            must("-A", FIREWALL_CHAIN, *rule)
+    if not iptables("-C", "FORWARD", "-j", FIREWALL_CHAIN):
+        must("-I", "FORWARD", "1", "-j", FIREWALL_CHAIN)
+        notes.append(f"FORWARD now starts with {FIREWALL_CHAIN} on this machine")
+    return notes
+
+
 # A node's disk, all of it in podman's storage on this machine: the bundle's images twice (containerd's
 # content store holds every archive, and its snapshots unpack the images the node runs), the bundle's
 # binaries, and room for etcd, logs and the pods' writable layers. Measured on the 5-node lab with
@@ -664,7 +706,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     for release in sorted({node.release for node in wanted.values()}):
         built = ensure_image(home, release=release) or built
     key = ensure_key(home)
-    for line in raise_kernel_limits():
+    for line in raise_kernel_limits() + keep_offline():
         print(line)
     old = load_state(home, args.cluster)
     cluster = plan_cluster(home, args.cluster, wanted, inventory, volumes)
