@@ -174,13 +174,15 @@ def fake_tree(tmp_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(rel.encode())
     root = tmp_path / "root"
-    for rel in ("usr/bin/dig", "usr/bin/getent", "usr/sbin/nginx", "etc/nginx/mime.types"):
+    for rel in ("usr/bin/dig", "usr/bin/getent", "usr/bin/curl", "bin/nc.openbsd", "bin/dash", "usr/sbin/nginx",
+                "etc/nginx/mime.types"):
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(rel.encode())
     busybox = tmp_path / "busybox"
     busybox.write_bytes(b"busybox")
-    return programs, str(module), str(busybox), ["/bin/sh", "/bin/seq", "/bin/cat"], str(root)
+    return (programs, str(module), str(busybox), ["/bin/sh", "/bin/seq", "/bin/cat", "/bin/nc", "/sbin/sysctl"],
+            str(root))
 
 
 def image(tmp_path, name):
@@ -205,6 +207,12 @@ def test_agnhost_runs_as_upstreams_with_what_the_dns_probes_run(tmp_path):
     assert members["agnhost-2"].issym() and members["agnhost-2"].linkname == "agnhost"
     assert {"localhost.crt", "localhost.key", "usr/bin/dig", "usr/bin/getent", "bin/sh", "bin/seq"} <= set(members)
     assert members["uploads"].isdir()
+    # The specs' HTTP and TCP/UDP checks from inside a pod: curl, and OpenBSD's netcat as nc, not busybox's applet.
+    assert {"usr/bin/curl", "bin/nc.openbsd"} <= set(members)
+    for nc in ("bin/nc", "usr/bin/nc"):
+        assert members[nc].issym() and members[nc].linkname == "/bin/nc.openbsd"
+    # A shell that finds them on PATH: busybox's static sh would run its own nc applet instead.
+    assert members["bin/sh"].issym() and members["bin/sh"].linkname == "dash" and "bin/dash" in members
     assert b"user-defined-in-image:x:1000:1000:" in files["etc/passwd"]
     assert b"group-defined-in-image:x:50000:user-defined-in-image\n" in files["etc/group"]
 
@@ -223,6 +231,14 @@ def test_nonewprivs_is_set_user_id_root(tmp_path):
     assert config["Cmd"] == ["nnp"]
     nnp = members["usr/local/bin/nnp"]
     assert nnp.mode == 0o4755 and nnp.uid == 0
+
+
+def test_busybox_has_every_applet_in_bin_as_docker_s_busybox_image(tmp_path):
+    """The Sysctls spec runs /bin/sysctl in it; busybox installs sysctl in /sbin."""
+    config, members, _files = image(tmp_path, "busybox")
+    assert config["Cmd"] == ["sh"]
+    for applet in ("bin/sysctl", "sbin/sysctl", "bin/sh", "bin/nc"):
+        assert members[applet].issym() and members[applet].linkname == "/bin/busybox"
 
 
 def test_nonroot_runs_as_user_1234(tmp_path):

@@ -104,8 +104,8 @@ NOT_CONFORMANCE = {
 }
 
 # Debian bookworm packages of the images that need more than busybox and a static Go program:
-# nginx, dig and getent, and the shared libraries they load (elf.closure takes only the files
-# these programs need; a library missing from this list is reported by name).
+# nginx, dig and getent, curl and netcat (agnhost's), and the shared libraries they load (elf.closure
+# takes only the files these programs need; a library missing from this list is reported by name).
 DEBIAN_PACKAGES = [
     "nginx", "nginx-common", "libcrypt1", "libpcre2-8-0", "libssl3", "zlib1g",
     "bind9-dnsutils", "bind9-libs", "libuv1", "libfstrm0", "libgssapi-krb5-2", "libjemalloc2",
@@ -113,8 +113,17 @@ DEBIAN_PACKAGES = [
     "libxml2", "libedit2", "libidn2-0", "libunistring2", "libk5crypto3", "libkrb5support0",
     "libkeyutils1", "libcom-err2", "libicu72", "liblzma5", "libbsd0", "libmd0", "libtinfo6",
     "libcap2", "libgcc-s1", "libstdc++6", "libc-bin", "libc6",
+    "curl", "libcurl4", "libbrotli1", "libldap-2.5-0", "libsasl2-2", "libpsl5", "librtmp1", "libssh2-1",
+    "libzstd1", "libgnutls30", "libhogweed6", "libnettle8", "libgmp10", "libp11-kit0", "libtasn1-6", "libffi8",
+    "netcat-openbsd", "dash",
 ]
 DIG = ("/usr/bin/dig", "/usr/bin/getent")
+# What the specs run inside agnhost besides agnhost itself (the upstream image has them from Alpine): curl for
+# every HTTP check from a pod (the Networking and Services specs' dial), OpenBSD's netcat for the TCP and UDP checks
+# (`nc -v -t -w 2`, `nc -u -w 1`: options busybox's nc lacks), installed as nc, and dash as /bin/sh: Debian's static
+# busybox runs its own applet for a command of that name whatever PATH says (FEATURE_SH_STANDALONE), so under its sh
+# `nc` would stay busybox's; dash looks commands up on PATH, as Alpine's sh does for programs it installed.
+AGNHOST_TOOLS = ("/usr/bin/curl", "/bin/nc.openbsd", "/bin/dash")
 NGINX = "/usr/sbin/nginx"
 NGINX_CONF = b"""# slipway.cluster bundle: like the configuration of the upstream nginx image.
 user nginx;
@@ -283,7 +292,11 @@ def image_layout(name, programs, module_dir, busybox, applets, deb_root):
             layer.add_file("/" + cert, source=os.path.join(test_images, "agnhost", "porter", cert),
                            mode=0o644)
         layer.add_dir("/uploads", 0o755)
-        _add_from_debian(layer, deb_root, DIG)
+        _add_from_debian(layer, deb_root, DIG + AGNHOST_TOOLS)
+        # Debian's alternative nc -> nc.openbsd, ahead of busybox's nc applet on either PATH entry.
+        for nc in ("/bin/nc", "/usr/bin/nc"):
+            layer.add_symlink(nc, "/bin/nc.openbsd")
+        layer.add_symlink("/bin/sh", "dash")
         config = {"entrypoint": ["/agnhost"], "cmd": ["pause"]}
         if name != "agnhost":
             html = os.path.join(test_images, name, "html")
@@ -292,7 +305,14 @@ def image_layout(name, programs, module_dir, busybox, applets, deb_root):
             config["cmd"] = ["test-webserver"]
         return _finish(layer, busybox, applets), config
     if name == "busybox":
-        return _finish(_base(busybox, applets), busybox, applets), {"cmd": ["sh"]}
+        # As Docker's busybox image, which the suite's is: every applet in /bin too (the Sysctls spec runs
+        # /bin/sysctl, which busybox itself installs as /sbin/sysctl).
+        layer = _finish(_base(busybox, applets), busybox, applets)
+        for path in applets:
+            in_bin = "/bin/" + os.path.basename(path)
+            if not layer.has(in_bin):
+                layer.add_symlink(in_bin, "/bin/busybox")
+        return layer, {"cmd": ["sh"]}
     if name == "glibc-dns-testing":
         layer = _base(busybox, applets)
         _add_from_debian(layer, deb_root, DIG)
