@@ -37,13 +37,14 @@ SCENARIOS   ?= lifecycle fleet vip kubesphere loadbalancer loadbalancer_local pr
 TEST_LANES  ?= 2
 SCENARIO    ?= preinstall
 
-.PHONY: help deps venv collection bundle lab-bundle bundle-verify lab lab-fleet lab-down lab-status audit lint typecheck sanity units ansible-core integration molecule test clean
+.PHONY: help deps venv collection bundle lab-bundle bundle-verify lab lab-fleet conformance lab-down lab-status audit lint typecheck sanity units ansible-core integration molecule test clean
 
 # The measurement targets add their lines to help (help:: there too).
 help::
 	@echo "make lab        bring up the podman lab and run site.yml on it"
 	@echo "make lab-fleet  the fleet on the lab cluster: a spare lab node, the fleet controller, a SlipwayCluster to apply"
 	@echo "make test       everything CI runs: lint, sanity, units, integration, every Molecule scenario"
+	@echo "make conformance  the upstream Kubernetes conformance suite on the lab cluster (CONFORMANCE_SLICE=name: a slice)"
 	@echo "make audit      kube-bench itself (cis-1.12, built from its Go module) on the lab cluster's nodes"
 	@echo "make ansible-core  sanity and units on each ansible-core release 2.16 to 2.21 (2.20, 2.21 on Debian 13's Python)"
 	@echo "make lint | typecheck | sanity | units | integration | molecule SCENARIO=name | lab-down | lab-status"
@@ -134,6 +135,20 @@ lab-fleet: deps venv collection
 	$(LAB_UP) $(addprefix --node ,$(LAB_NODES) $(LAB_FLEET_NODES))
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/fleet.yml -e fleet_bundle_host_path=$(LAB_BUNDLE_MOUNT)
 	$(PY) lab/lab_fleet.py --inventory $(LAB_INVENTORY) --bundle $(BUNDLE_DIR)
+
+# The upstream Kubernetes conformance suite (docs/conformance.md) on the cluster of make lab (run that first, with the
+# same LAB_VARS): the suite added to the lab's bundle (build.py --with conformance: e2e.test, ginkgo and the images
+# of the [Conformance] specs, built from source), its images imported on the lab's nodes (nothing is pulled), then
+# tools/conformance.py run: the [Conformance] specs but [Serial] in CONFORMANCE_NODES ginkgo processes, then the
+# [Serial] ones alone; e2e.log, junit_01.xml and summary.txt in .cache/conformance/<release>.
+# CONFORMANCE_SLICE=name runs one named slice instead (tools/conformance.py slices lists them).
+CONFORMANCE_NODES ?= 4
+CONFORMANCE_SLICE ?=
+conformance: deps venv collection
+	$(PY) tools/bundle/build.py --out $(BUNDLE_DIR) $(LAB_BUNDLE_ARGS) --with conformance
+	$(PY) tools/conformance.py run --bundle $(BUNDLE_DIR) -i $(LAB_INVENTORY) \
+	  --kubeconfig $(dir $(LAB_INVENTORY))artifacts/admin.conf --nodes $(CONFORMANCE_NODES) \
+	  $(if $(CONFORMANCE_SLICE),--slice $(CONFORMANCE_SLICE))
 
 lab-down:
 	$(PY) lab/lab.py down --cluster $(LAB_CLUSTER)

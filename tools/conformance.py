@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Run the Kubernetes conformance suite of a bundle (build.py --with conformance) against a cluster.
 
-    tools/conformance.py run --bundle bundle --kubeconfig FILE [-i INVENTORY] [--out DIR] [--nodes N]
+    tools/conformance.py run --bundle bundle --kubeconfig FILE [-i INVENTORY] [--out DIR] [--nodes N] [--slice NAME]
+    tools/conformance.py slices
 
 The way sonobuoy and hydrophone run it: the `[Conformance]` specs that are not `[Serial]` with ginkgo
 in parallel (`--nodes`, default 4), then the `[Serial]` ones alone. Before that, with `-i`, the
@@ -13,6 +14,8 @@ reports in one: each spec once, with the result of the run that ran it), and the
 failed, skipped, time) is printed at the end and written to `summary.txt`. It exits 1 when a spec
 failed.
 
+With --slice, only the [Conformance] specs of one named slice run (SLICES below; `slices` lists them), the same
+two ways: the suite's own specs, chosen by subject, never a spec left out of its subject to make a number.
 The release is the bundle's own (its top) unless --release names one of its others. The suite's files
 are checked against manifest.yml's sha256s before anything runs.
 """
@@ -42,6 +45,20 @@ SPEC_PREFIX = "[It] "
 # The suite's default timeout is 1h, less than a full run takes.
 TIMEOUT = "24h"
 PHASES = ("parallel", "serial")
+# Named slices of the [Conformance] specs, by subject: a ginkgo focus on the specs' names (the suite's labels,
+# Conformance and Serial, choose within it). "slipway": what slipway configures on every cluster: CoreDNS (DNS),
+# kube-proxy and the Service network (Services, HostPort, the API server's Service and endpoints), the CNI's pod
+# network (Networking), the API server's proxy to pods and Services (Proxy, kubectl proxy), and the kubelet with
+# containerd: exec, logs and attach over the API server, lifecycle hooks, /etc/hosts, sysctls (the kubelet's
+# hardening flags), a read-only root file system.
+SLICES = {
+    "slipway": (
+        "DNS, Services, the pod network and the API server's proxy; the kubelet's exec, logs, hooks and sysctls",
+        r"\[sig-network\] (DNS|Services|Networking|Proxy|HostPort|API Server) "
+        r"|\[sig-node\] (Kubelet|KubeletManagedEtcHosts|Container Lifecycle Hook|Sysctls) "
+        r"|\[sig-node\] Pods should support (remote command execution|retrieving logs) "
+        r"|\[sig-cli\] Kubectl (logs|client Proxy server) "),
+}
 
 
 class ConformanceError(Exception):
@@ -92,16 +109,27 @@ def e2e_flags(kubeconfig: str, report_dir: str) -> list[str]:
             "--disable-log-dump"]
 
 
-def commands(files: dict, kubeconfig: str, out: str, nodes: int = DEFAULT_NODES) -> dict[str, list[str]]:
+def commands(files: dict, kubeconfig: str, out: str, nodes: int = DEFAULT_NODES,
+             slice_name: str | None = None) -> dict[str, list[str]]:
     """The two runs: the [Conformance] specs but [Serial] with ginkgo on ``nodes`` processes, then the
-    [Serial] [Conformance] specs alone. Each writes its junit_01.xml into its own directory."""
+    [Serial] [Conformance] specs alone. Each writes its junit_01.xml into its own directory. With a slice, the
+    same two runs of the slice's specs: its focus, and the suite's labels for [Conformance] and [Serial] (a ginkgo
+    focus given twice matches either, so the labels do the "and")."""
     if nodes < 1:
         raise ConformanceError("--nodes is %d; give 1 or more ginkgo processes" % nodes)
-    parallel = [files["ginkgo"], "--nodes=%d" % nodes, "--timeout=" + TIMEOUT, "--no-color",
-                "--focus=" + FOCUS, "--skip=" + SERIAL, files["e2e"], "--"] + e2e_flags(
-                    kubeconfig, os.path.join(out, "parallel"))
-    serial = [files["e2e"], "--ginkgo.timeout=" + TIMEOUT, "--ginkgo.no-color",
-              "--ginkgo.focus=" + SERIAL_FOCUS] + e2e_flags(kubeconfig, os.path.join(out, "serial"))
+    if slice_name is None:
+        choose_parallel = ["--focus=" + FOCUS, "--skip=" + SERIAL]
+        choose_serial = ["--ginkgo.focus=" + SERIAL_FOCUS]
+    elif slice_name in SLICES:
+        focus = SLICES[slice_name][1]
+        choose_parallel = ["--focus=" + focus, "--label-filter=Conformance && !Serial"]
+        choose_serial = ["--ginkgo.focus=" + focus, "--ginkgo.label-filter=Conformance && Serial"]
+    else:
+        raise ConformanceError("--slice %s: no such slice; the slices are %s" % (slice_name, ", ".join(sorted(SLICES))))
+    parallel = ([files["ginkgo"], "--nodes=%d" % nodes, "--timeout=" + TIMEOUT, "--no-color"] + choose_parallel
+                + [files["e2e"], "--"] + e2e_flags(kubeconfig, os.path.join(out, "parallel")))
+    serial = ([files["e2e"], "--ginkgo.timeout=" + TIMEOUT, "--ginkgo.no-color"] + choose_serial
+              + e2e_flags(kubeconfig, os.path.join(out, "serial")))
     return {"parallel": parallel, "serial": serial}
 
 
@@ -161,9 +189,11 @@ def summary(merged: ET.Element, wall_seconds: float | None = None) -> dict:
                 spec_seconds=float((one.get("time") if one is not None else None) or 0))
 
 
-def summary_text(result: dict, version: str) -> str:
-    lines = ["Kubernetes %s conformance: %d passed, %d failed, %d skipped (not [Conformance])"
-             % (version, result["passed"], result["failed"], result["skipped"])]
+def summary_text(result: dict, version: str, slice_name: str | None = None) -> str:
+    chosen = "conformance" if slice_name is None else "conformance, slice %s" % slice_name
+    left = "not [Conformance]" if slice_name is None else "not in the slice"
+    lines = ["Kubernetes %s %s: %d passed, %d failed, %d skipped (%s)"
+             % (version, chosen, result["passed"], result["failed"], result["skipped"], left)]
     if result["wall_seconds"] is not None:
         lines.append("time: %s (specs %s)" % (_human(result["wall_seconds"]), _human(result["spec_seconds"])))
     lines += ["FAILED " + name for name in result["failed_specs"]]
@@ -178,18 +208,26 @@ def _human(seconds: float) -> str:
 
 def import_command(inventory: str, images: list[dict]) -> list[str]:
     """ansible-playbook tools/conformance.yml: the suite's images into every node's containerd."""
-    wanted = [{"name": image["name"], "src": image["src"], "sha256": image["sha256"], "ref": image["ref"]}
-              for image in images]
+    wanted = [{"name": image["name"], "src": image["src"], "sha256": image["sha256"], "ref": image["ref"],
+               "key": "%s %s" % (image["ref"], image["sha256"])} for image in images]
     return ["ansible-playbook", "-i", inventory, str(PLAYBOOK),
             "-e", json.dumps({"conformance_images": wanted}, sort_keys=True)]
 
 
 def _tee(argv: list[str], log, out=sys.stdout) -> int:
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    """Run argv, its output to the log and to out as it comes: ginkgo prints a dot per passed spec, with no
+    newline, so the output is passed on as read, not line by line, and flushed (out is a pipe under make)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert proc.stdout is not None
-    for line in proc.stdout:
-        log.write(line)
-        out.write(line)
+    while True:
+        chunk = proc.stdout.read1(65536)  # type: ignore[attr-defined]
+        if not chunk:
+            break
+        text = chunk.decode("utf-8", errors="replace")
+        log.write(text)
+        out.write(text)
+        log.flush()
+        out.flush()
     return proc.wait()
 
 
@@ -200,13 +238,15 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     problems = check_files(data, bundle_dir)
     if problems:
         raise ConformanceError("the bundle's conformance files do not match manifest.yml:\n  " + "\n  ".join(problems))
-    result_dir = os.path.abspath(args.out or os.path.join(ROOT, ".cache", "conformance", files["kubernetes_version"]))
+    slice_name = getattr(args, "slice", None)
+    leaf = files["kubernetes_version"] + ("" if slice_name is None else "-" + slice_name)
+    result_dir = os.path.abspath(args.out or os.path.join(ROOT, ".cache", "conformance", leaf))
+    runs = commands(files, os.path.abspath(args.kubeconfig), result_dir, args.nodes, slice_name)
     os.makedirs(result_dir, exist_ok=True)
     if args.inventory:
         proc = subprocess.run(import_command(args.inventory, files["images"]), check=False)
         if proc.returncode != 0:
             raise ConformanceError("importing the suite's images failed (ansible-playbook exit %d)" % proc.returncode)
-    runs = commands(files, os.path.abspath(args.kubeconfig), result_dir, args.nodes)
     started = time.monotonic()
     with open(os.path.join(result_dir, "e2e.log"), "w", encoding="utf-8") as log:
         for phase in PHASES:
@@ -224,7 +264,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     merged = merge_junit(reports)
     ET.ElementTree(merged).write(os.path.join(result_dir, "junit_01.xml"), encoding="utf-8", xml_declaration=True)
     result = summary(merged, time.monotonic() - started)
-    text = summary_text(result, files["kubernetes_version"])
+    text = summary_text(result, files["kubernetes_version"], slice_name)
     with open(os.path.join(result_dir, "summary.txt"), "w", encoding="utf-8") as handle:
         handle.write(text)
     out.write("\n" + text + "results: %s (e2e.log, junit_01.xml, summary.txt)\n" % result_dir)
@@ -241,11 +281,17 @@ def parser() -> argparse.ArgumentParser:
     each.add_argument("--release", help="one of the bundle's Kubernetes releases (default: its top one)")
     each.add_argument("--out", help="results directory (default: .cache/conformance/<release>)")
     each.add_argument("--nodes", type=int, default=DEFAULT_NODES, help="ginkgo processes of the parallel run")
+    each.add_argument("--slice", choices=sorted(SLICES), help="only the [Conformance] specs of this named slice")
+    sub.add_parser("slices", help="list the named slices")
     return main
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command == "slices":
+        for name, (what, focus) in sorted(SLICES.items()):
+            sys.stdout.write("%s: %s\n  focus: %s\n" % (name, what, focus))
+        return 0
     try:
         return run(args)
     except (ConformanceError, manifest.ManifestError) as exc:

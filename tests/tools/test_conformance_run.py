@@ -5,6 +5,7 @@ import io
 import json
 import os
 import re
+import sys
 import xml.etree.ElementTree as ET
 
 import conformance as run
@@ -137,7 +138,10 @@ def test_the_images_go_to_the_import_playbook_as_one_json_extra_var(tmp_path):
     images = json.loads(argv[argv.index("-e") + 1])["conformance_images"]
     assert images == [{"name": "agnhost-2.66.1", "src": os.path.join(root, "conformance/images/agnhost-2.66.1.tar"),
                        "sha256": data["conformance"]["images"][0]["sha256"],
-                       "ref": "registry.k8s.io/e2e-test-images/agnhost:2.66.1"}]
+                       "ref": "registry.k8s.io/e2e-test-images/agnhost:2.66.1",
+                       # What each node records of what it imported: an archive built again is imported again.
+                       "key": "registry.k8s.io/e2e-test-images/agnhost:2.66.1 "
+                              + data["conformance"]["images"][0]["sha256"]}]
 
 
 def test_a_run_writes_the_merged_report_and_the_summary(tmp_path, monkeypatch):
@@ -174,3 +178,95 @@ def test_a_changed_suite_file_stops_the_run_before_anything_runs(tmp_path, monke
     monkeypatch.setattr(run, "_tee", lambda *args, **kwargs: pytest.fail("ran"))
     monkeypatch.setattr(run.subprocess, "run", lambda *args, **kwargs: pytest.fail("imported"))
     assert run.main(["run", "--bundle", root, "--kubeconfig", "/k", "-i", "inv.yml", "--out", str(tmp_path / "o")]) == 2
+
+
+# The [Conformance] specs of e2e.test v1.37.1 as its dry run names them, labels last (e2e.test --ginkgo.dry-run
+# --ginkgo.focus='\[Conformance\]' --ginkgo.v, the spec lines).
+SPECS_V1_37_1 = os.path.join(os.path.dirname(__file__), "data", "e2e-conformance-specs-v1.37.1.txt")
+
+
+def specs():
+    with open(SPECS_V1_37_1, encoding="utf-8") as handle:
+        return [line.strip() for line in handle if line.strip()]
+
+
+def test_the_list_is_the_whole_suite():
+    every = specs()
+    assert len(every) == 462 and all("[Conformance]" in name for name in every)
+    assert sum("[Serial]" in name for name in every) == 29
+
+
+def test_the_slipway_slice_is_its_subjects_whole():
+    """Every [Conformance] spec of the slice's subjects, none of the others: no spec of a subject is left out."""
+    focus = re.compile(run.SLICES["slipway"][1])
+    chosen = [name for name in specs() if focus.search(name)]
+    subjects = re.compile(r"^\[sig-network\] (DNS|Services|Networking Granular|Proxy|HostPort|API Server) "
+                          r"|^\[sig-node\] (Kubelet when|KubeletManagedEtcHosts|Container Lifecycle Hook|Sysctls) "
+                          r"|^\[sig-node\] Pods should support (remote command|retrieving logs) "
+                          r"|^\[sig-cli\] Kubectl (logs|client Proxy server) ")
+    assert chosen == [name for name in specs() if subjects.search(name)]
+    assert len(chosen) == 50
+    assert sum(name.startswith("[sig-network] DNS ") for name in chosen) == 8
+    assert sum(name.startswith("[sig-network] Services ") for name in chosen) == 15
+    # Not "Service endpoints latency" nor EndpointSlice: the controllers', not what slipway sets up.
+    assert not any(name.startswith(("[sig-network] Service endpoints", "[sig-network] EndpointSlice"))
+                   for name in chosen)
+
+
+def test_a_slice_runs_its_specs_in_both_runs_by_the_suite_s_labels():
+    files = {"e2e": "/b/e2e.test", "ginkgo": "/b/ginkgo"}
+    runs = run.commands(files, "/k", "/out", nodes=2, slice_name="slipway")
+    focus = "--focus=" + run.SLICES["slipway"][1]
+    assert focus in runs["parallel"] and "--label-filter=Conformance && !Serial" in runs["parallel"]
+    assert not any(arg.startswith("--skip=") for arg in runs["parallel"])
+    assert "--ginkgo." + focus[2:] in runs["serial"] and "--ginkgo.label-filter=Conformance && Serial" in runs["serial"]
+    with pytest.raises(run.ConformanceError, match="no such slice; the slices are slipway"):
+        run.commands(files, "/k", "/out", slice_name="fast")
+
+
+def test_a_slice_s_results_go_to_a_directory_of_their_own(tmp_path, monkeypatch):
+    root, _data = bundle(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(run, "ROOT", tmp_path)
+    seen = []
+
+    def tee(argv, log, out=None):
+        report_dir = next(arg.split("=", 1)[1] for arg in argv if arg.startswith("--report-dir="))
+        seen.append(report_dir)
+        with open(os.path.join(report_dir, "junit_01.xml"), "w", encoding="utf-8") as handle:
+            handle.write(SERIAL_RUN)
+        return 0
+
+    monkeypatch.setattr(run, "_tee", tee)
+    args = argparse.Namespace(bundle=root, kubeconfig="/k", inventory=None, release=None, out=None, nodes=2,
+                              slice="slipway")
+    printed = io.StringIO()
+    assert run.run(args, out=printed) == 0
+    result_dir = tmp_path / ".cache" / "conformance" / "v1.37.1-slipway"
+    assert seen == [str(result_dir / "parallel"), str(result_dir / "serial")]
+    assert (result_dir / "summary.txt").read_text().startswith(
+        "Kubernetes v1.37.1 conformance, slice slipway: 1 passed, 0 failed")
+
+
+def test_the_slices_are_listed(capsys):
+    assert run.main(["slices"]) == 0
+    assert capsys.readouterr().out.startswith("slipway: ")
+
+
+def test_the_output_is_passed_on_as_it_comes_not_by_line(tmp_path):
+    """ginkgo's progress is a dot per spec with no newline: it reaches the console while the run goes on. The child
+    prints two dots and waits for the console to have them (a file the console's writer makes) before it ends."""
+    seen = tmp_path / "seen"
+
+    class Console(io.StringIO):
+        def write(self, text):
+            if ".." in self.getvalue() + text:
+                seen.touch()
+            return super().write(text)
+
+    script = ("import os, sys, time\nsys.stdout.write('..'); sys.stdout.flush()\n"
+              "for _ in range(100):\n    if os.path.exists(%r): break\n    time.sleep(0.1)\n"
+              "sys.stdout.write(' seen\\n' if os.path.exists(%r) else ' never seen\\n')\n" % (str(seen), str(seen)))
+    log, out = io.StringIO(), Console()
+    assert run._tee([sys.executable, "-c", script], log, out) == 0
+    assert log.getvalue() == out.getvalue() == ".. seen\n"
