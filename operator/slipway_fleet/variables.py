@@ -51,6 +51,8 @@ ACCEPTED = frozenset("""
     control_plane_kubelet_pod_pids_limit control_plane_kubelet_seccomp_default control_plane_root_kubeconfig
     control_plane_scheduler_extra_args control_plane_static_pod_timeout control_plane_tls_cipher_suites
 
+    encryption_kubectl_bin
+
     etcd_backup_remote_dir etcd_backup_timer etcd_backup_timer_keep etcd_backup_timer_schedule etcd_bin_dir
     etcd_config_dir etcd_data_dir etcd_extra_args etcd_health_retries etcd_kubeadm_bin etcd_pki_dir
 
@@ -203,7 +205,7 @@ REFUSED: dict[str, str] = {
             "is set by playbooks/operator.yml and playbooks/fleet.yml, which deploy into a management cluster"),
     **_each("etcd_restore_sha256 etcd_restore_stamp etcd_restore_members etcd_restore_ready_timeout",
             f"{_NOT_RUN} (etcd_restore.yml, recover_control_plane.yml)"),
-    **_each("control_plane_encryption_rotation_step rotate_encryption_key_name",
+    **_each("encryption_rotation_step rotate_encryption_key_name",
             f"{_NOT_RUN} (rotate_encryption_key.yml)"),
     # The roles and playbooks of the management cluster.
     **_each("""fleet_active_deadline_seconds fleet_backoff_limit fleet_backup_claim fleet_backup_host_path
@@ -223,11 +225,12 @@ REFUSED: dict[str, str] = {
             "preflight_state_users",
             "is the collection's list of what the preflight reads on each host, kept in step with what the roles write"),
     "preflight_containerd_address": "follows containerd_socket: set that instead",
+    "encryption_provider": "follows control_plane_encryption_provider: set that instead",
     # The facts the roles set while they run.
-    **_each("""artifacts_images containerd_config_result containerd_unit_result control_plane_encryption_rotation
-            control_plane_kubelet_wanted control_plane_static_pod_changes etcd_client_copied etcd_snapshot_taken
-            kubesphere_plan metrics_server_objects node_kubelet_conf node_serving_ca preflight_node_facts
-            preflight_running slipway_cluster upgrade_plan""",
+    **_each("""artifacts_images containerd_config_result containerd_unit_result control_plane_kubelet_wanted
+            control_plane_static_pod_changes encryption_apiserver encryption_rotation encryption_rotation_restart
+            etcd_client_copied etcd_snapshot_taken kubesphere_plan metrics_server_objects node_kubelet_conf node_serving_ca
+            preflight_node_facts preflight_running slipway_cluster upgrade_plan""",
             "is a fact the roles set while they run; an extra variable would take its place"),
     # The spec's own fields, and kubespray's names.
     **{name: f"is set by {field}: write it there" for name, field in _FIELDS.items()},

@@ -1,6 +1,6 @@
 # Private to the slipway.cluster collection: no compatibility promise outside it.
 """Secrets at rest: the providers and key names of an EncryptionConfiguration, and the steps of a rotation to
-a new key (playbooks/rotate_encryption_key.yml, roles/control_plane/tasks/encryption_rotation.yml).
+a new key (playbooks/rotate_encryption_key.yml, roles/encryption/tasks/rotation.yml).
 
 Pure Python: the playbook reads every control plane's EncryptionConfiguration and hands it here; every decision is a
 unit test. Names only in what is returned for the output, never a key.

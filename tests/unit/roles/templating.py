@@ -7,7 +7,11 @@ tests on each release.
 
 from __future__ import annotations
 
+import os
+import warnings
+
 from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.loader import init_plugin_loader
 from ansible.template import Templar
 
 try:
@@ -29,4 +33,17 @@ def load_role_file(path: str, loader: DataLoader | None = None):
     return loader.load_from_file(path)
 
 
-__all__ = ["Templar", "load_role_file", "trust_as_template"]
+def role_variables(role_dir: str) -> dict:
+    """A role's defaults/main.yml, then its vars/main.yml over them, as a play of the role sees them (the collection's
+    plugins loadable, for the filters they name)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        init_plugin_loader()
+    loader = DataLoader()
+    variables: dict = {}
+    for path in ("defaults/main.yml", "vars/main.yml"):
+        variables.update(load_role_file(os.path.join(role_dir, path), loader))
+    return variables
+
+
+__all__ = ["Templar", "load_role_file", "role_variables", "trust_as_template"]

@@ -125,8 +125,8 @@ def private_reads() -> list[str]:
 
 
 def test_the_roles_have_private_names():
-    assert all(private_names(role) for role in ("control_plane", "etcd", "node", "loadbalancer", "certs", "remove_node",
-                                                "etcd_restore", "recover"))
+    assert all(private_names(role) for role in ("control_plane", "encryption", "etcd", "node", "loadbalancer", "certs",
+                                                "remove_node", "etcd_restore", "recover"))
 
 
 def test_no_file_outside_a_role_names_its_private_variables():

@@ -21,6 +21,7 @@ def test_every_path_a_rerun_may_skip_writing_is_read_by_the_preflight():
     containerd = load("roles", "containerd", "defaults", "main.yml")["containerd_config_dir"]
     control_plane = load("roles", "control_plane", "defaults", "main.yml")
     control_plane_vars = load("roles", "control_plane", "vars", "main.yml")
+    encryption_vars = load("roles", "encryption", "vars", "main.yml")
     wanted = {
         load("roles", "preinstall", "defaults", "main.yml")["preinstall_sysctl_file"],
         "/etc/modules-load.d/slipway.conf",
@@ -32,7 +33,7 @@ def test_every_path_a_rerun_may_skip_writing_is_read_by_the_preflight():
         control_plane_vars["_control_plane_audit_policy"], control_plane_vars["_control_plane_authentication_config"],
         control_plane["control_plane_audit_log_dir"], control_plane["control_plane_kubeadm_config"],
         control_plane["control_plane_addons_dir"] + "/coredns-config.yml",
-        control_plane_vars["_control_plane_encryption_config"], "/etc/kubernetes/admin.conf", "/root/.kube/config",
+        encryption_vars["_encryption_config"], "/etc/kubernetes/admin.conf", "/root/.kube/config",
         "/var/lib/etcd", "/usr/local/sbin/slipway-certs-renew", "/etc/systemd/system/slipway-certs-renew.timer",
         load("roles", "cni", "defaults", "main.yml")["cni_manifest_dir"] + "/flannel.yml",
         load("roles", "metrics_server", "defaults", "main.yml")["metrics_server_manifest_dir"] + "/metrics-server.yml",
@@ -42,7 +43,7 @@ def test_every_path_a_rerun_may_skip_writing_is_read_by_the_preflight():
 
 def test_the_encryption_key_is_read_without_its_digest():
     preflight = load("roles", "preflight", "defaults", "main.yml")
-    key = load("roles", "control_plane", "vars", "main.yml")["_control_plane_encryption_config"]
+    key = load("roles", "encryption", "vars", "main.yml")["_encryption_config"]
     assert key in preflight["preflight_state_secret_paths"]
     assert key not in preflight["preflight_state_paths"]
 

@@ -5,30 +5,17 @@ from __future__ import annotations
 
 import os
 import tomllib
-import warnings
 
 import pytest
 
 from ansible.parsing.dataloader import DataLoader
-from ansible.plugins.loader import init_plugin_loader
-from ansible_collections.slipway.cluster.tests.unit.roles.templating import Templar, load_role_file, trust_as_template
+from ansible_collections.slipway.cluster.tests.unit.roles.templating import Templar, role_variables, trust_as_template
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "containerd")
 IMAGES = "io.containerd.cri.v1.images"
 RUNTIME = "io.containerd.cri.v1.runtime"
-
-
-def role_variables() -> dict:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        init_plugin_loader()
-    loader = DataLoader()
-    variables = {}
-    for path in ("defaults/main.yml", "vars/main.yml"):
-        variables.update(load_role_file(os.path.join(ROLE, path), loader))
-    return variables
 
 
 def node(cap_sys_resource: bool) -> dict:
@@ -38,7 +25,7 @@ def node(cap_sys_resource: bool) -> dict:
 
 
 def render(template: str, **extra) -> str:
-    variables = {**role_variables(), **node(extra.pop("cap_sys_resource", False)), **extra}
+    variables = {**role_variables(ROLE), **node(extra.pop("cap_sys_resource", False)), **extra}
     with open(os.path.join(ROLE, "templates", template), encoding="utf-8") as handle:
         text = handle.read()
     return Templar(loader=DataLoader(), variables=variables).template(trust_as_template(text))
@@ -130,7 +117,7 @@ def test_the_unit_is_upstreams_with_the_installed_binary():
     ("", "", ""),
 ])
 def test_versions_of_ctr_version(stdout, client, server):
-    variables = {**role_variables(), "__containerd_versions": {"stdout": stdout, "rc": 0}}
+    variables = {**role_variables(ROLE), "__containerd_versions": {"stdout": stdout, "rc": 0}}
     templar = Templar(loader=DataLoader(), variables=variables)
     assert templar.template(trust_as_template("{{ _containerd_client_version }}")) == client
     assert templar.template(trust_as_template("{{ _containerd_server_version }}")) == server
@@ -140,7 +127,7 @@ def test_versions_of_ctr_version(stdout, client, server):
     (False, ["containerd.service"], True, True), (True, [], False, False)])
 def test_without_the_preflights_facts_the_roles_own_are_used(sys_resource, active, restrict, running):
     """playbooks/upgrade.yml: no host checks ran, tasks/install.yml read the node's capabilities and service."""
-    variables = {**role_variables(), "inventory_hostname": "w1", "slipway_cluster": {"nodes": {"w1": {}}},
+    variables = {**role_variables(ROLE), "inventory_hostname": "w1", "slipway_cluster": {"nodes": {"w1": {}}},
                  "__containerd_node_facts": {"node_facts": {"capabilities": {"sys_resource": sys_resource},
                                                             "services": {"active": active, "enabled": active}}}}
     templar = Templar(loader=DataLoader(), variables=variables)

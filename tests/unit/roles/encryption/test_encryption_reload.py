@@ -1,5 +1,6 @@
-# The control_plane role's reading of a running API server for the encryption configuration: the probe
-# apiserver_state.yml runs on a control plane (files/apiserver_probe.py, through vars/main.yml), run here for real against a stand-in kube-apiserver process
+# The encryption role's reading of a running API server for the encryption configuration: the probe
+# apiserver_state.yml runs on a control plane (files/apiserver_probe.py, through vars/main.yml), run here for real
+# against a stand-in kube-apiserver process
 # (in a PID namespace of its own, so the machine's other API servers stay out of sight) and a stand-in kubectl
 # that serves /metrics; and the decisions read from its output: which API servers do not encrypt with the file as
 # last written, and which a key rotation must restart because they do not reload it themselves.
@@ -10,42 +11,28 @@ import json
 import os
 import shutil
 import subprocess
-import warnings
 
 import pytest
 
 from ansible.parsing.dataloader import DataLoader
-from ansible.plugins.loader import init_plugin_loader
-from ansible_collections.slipway.cluster.tests.unit.roles.templating import Templar, load_role_file, trust_as_template
+from ansible_collections.slipway.cluster.tests.unit.roles.templating import Templar, role_variables, trust_as_template
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "..", ".."))
-ROLE = os.path.join(ROOT, "roles", "control_plane")
+ROLE = os.path.join(ROOT, "roles", "encryption")
+CONTROL_PLANE = os.path.join(ROOT, "roles", "control_plane")
 CONFIG = "/etc/kubernetes/encryption/config.yaml"
 SERVER = "https://10.88.0.11:6443"
 METRIC = ('apiserver_encryption_config_controller_last_config_info{apiserver_id_hash="sha256:14f9d63e669337ac6bfda2e2'
           '162915ee6a6067743eddd4e5c374b572f951ff37",hash="%s"} 1')
-
-
-def role_variables() -> dict:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        init_plugin_loader()
-    loader = DataLoader()
-    variables = {}
-    for path in ("defaults/main.yml", "vars/main.yml"):
-        variables.update(load_role_file(os.path.join(ROLE, path), loader))
-    return variables
-
-
-VARIABLES = role_variables()
+VARIABLES = role_variables(ROLE)
 PROBE_FILE = os.path.join(ROLE, "files", "apiserver_probe.py")
 with open(PROBE_FILE, encoding="utf-8") as _handle:
     PROBE = _handle.read()
 
 
-def render(expression: str, **extra):
-    templar = Templar(loader=DataLoader(), variables={**VARIABLES, **extra})
+def render(expression: str, variables: dict | None = None, **extra):
+    templar = Templar(loader=DataLoader(), variables={**(VARIABLES if variables is None else variables), **extra})
     return json.loads(json.dumps(templar.template(trust_as_template("{{ %s }}" % expression))))
 
 
@@ -117,7 +104,7 @@ def test_probe_asks_no_metrics_of_an_api_server_that_does_not_reload(tmp_path):
 
 
 def state(**fields) -> dict:
-    return {"__control_plane_apiserver_state": {"stdout": json.dumps(fields)}}
+    return {"__encryption_apiserver_state": {"stdout": json.dumps(fields)}}
 
 
 def hosts(**states) -> dict:
@@ -128,7 +115,7 @@ def hosts(**states) -> dict:
 
 def test_not_encrypting_follows_the_loaded_file_when_the_api_server_reloads_it():
     flags = {"encryption-provider-config": CONFIG, "encryption-provider-config-automatic-reload": "true"}
-    found = render("_control_plane_apiservers_not_encrypting", **hosts(
+    found = render("_encryption_apiservers_not_encrypting", **hosts(
         # Loaded the file as written: encrypting, however long ago it started.
         cp1=state(flags=flags, reloads=True, started=100, config_written=200, config_hash="sha256:a", loaded_hash="sha256:a"),
         # Started after the write but still on the file before it: not yet.
@@ -140,7 +127,7 @@ def test_not_encrypting_follows_the_loaded_file_when_the_api_server_reloads_it()
 
 def test_not_encrypting_follows_the_start_time_when_the_api_server_does_not_reload():
     flags = {"encryption-provider-config": CONFIG}
-    found = render("_control_plane_apiservers_not_encrypting", **hosts(
+    found = render("_encryption_apiservers_not_encrypting", **hosts(
         cp1=state(flags=flags, reloads=False, started=300, config_written=200, config_hash="sha256:a"),
         cp2=state(flags=flags, reloads=False, started=100, config_written=200, config_hash="sha256:a"),
         cp3=state(flags={}, reloads=False, started=300, config_written=200),
@@ -150,31 +137,43 @@ def test_not_encrypting_follows_the_start_time_when_the_api_server_does_not_relo
 
 def test_a_rotation_restarts_only_the_api_servers_that_do_not_reload():
     flags = {"encryption-provider-config": CONFIG, "encryption-provider-config-automatic-reload": "true"}
-    found = render("_control_plane_rotation_restarted", **hosts(
+    found = render("_encryption_rotation_restarted", **hosts(
         cp1=state(flags=flags, reloads=True), cp2=state(flags={"encryption-provider-config": CONFIG}, reloads=False)))
     assert found == ["cp2"]
 
 
 @pytest.mark.parametrize("encryption", [True, False])
 def test_the_api_server_reloads_the_encryption_configuration_when_there_is_one(encryption):
-    args = render("_control_plane_apiserver_args", slipway_cluster={"secrets_encryption": encryption},
-                  _control_plane_hardened=False)
-    assert (args.get("encryption-provider-config-automatic-reload") == "true") is encryption
+    apiserver = render("_encryption_apiserver", slipway_cluster={"secrets_encryption": encryption})
+    assert (apiserver["args"].get("encryption-provider-config-automatic-reload") == "true") is encryption
+    assert (apiserver["args"].get("encryption-provider-config") == CONFIG) is encryption
+    assert [volume["hostPath"] for volume in apiserver["volumes"]] == (["/etc/kubernetes/encryption"] if encryption else [])
+
+
+@pytest.mark.parametrize("encryption", [True, False])
+def test_the_control_plane_gives_its_api_server_what_the_encryption_role_sets(encryption):
+    # encryption_apiserver, the encryption role's public fact (tasks/main.yml), is what kubeadm's configuration gets.
+    apiserver = render("_encryption_apiserver", slipway_cluster={"secrets_encryption": encryption})
+    control_plane = {**role_variables(CONTROL_PLANE), "encryption_apiserver": apiserver, "_control_plane_hardened": False}
+    args = render("_control_plane_apiserver_args", control_plane)
+    volumes = render("_control_plane_apiserver_volumes", control_plane)
+    assert {name: args[name] for name in apiserver["args"]} == apiserver["args"]
     assert ("encryption-provider-config" in args) is encryption
+    assert volumes == apiserver["volumes"]
 
 
 def test_the_probe_asks_this_nodes_own_api_server():
-    argv = render("_control_plane_apiserver_probe_argv", inventory_hostname="cp2", ansible_search_path=[ROLE],
+    argv = render("_encryption_apiserver_probe_argv", inventory_hostname="cp2", ansible_search_path=[ROLE],
                   slipway_cluster={"nodes": {"cp1": {"api_url": "https://10.88.0.11:6443"},
                                              "cp2": {"api_url": "https://10.88.0.12:6443"}}})
     assert argv[:2] == ["python3", "-c"] and argv[2] == PROBE.rstrip("\n")  # the file lookup drops the last newline
-    assert argv[3:] == [CONFIG, VARIABLES["control_plane_kubectl_bin"], "https://10.88.0.12:6443"]
+    assert argv[3:] == [CONFIG, VARIABLES["encryption_kubectl_bin"], "https://10.88.0.12:6443"]
 
 
 # The probe's parts, on a /proc of files: the process it finds and the metric it reads.
 def load_probe():
     # The role's file, imported through the collection as ansible-test units has it (any file of it is importable).
-    from ansible_collections.slipway.cluster.roles.control_plane.files import apiserver_probe  # pylint: disable=import-outside-toplevel
+    from ansible_collections.slipway.cluster.roles.encryption.files import apiserver_probe  # pylint: disable=import-outside-toplevel
 
     return apiserver_probe
 

@@ -2,7 +2,7 @@
 # encryption configuration was last written (seconds since the epoch), the sha256 of that file, and, when it reloads
 # the file itself (--encryption-provider-config-automatic-reload), the sha256 of the one it runs with, from its own
 # /metrics (apiserver_encryption_config_controller_last_config_info; null when it does not answer), printed as JSON.
-# The control_plane role runs it with python3 -c (vars/main.yml _control_plane_apiserver_probe_argv, used by
+# The encryption role runs it with python3 -c (vars/main.yml _encryption_apiserver_probe_argv, used by
 # tasks/apiserver_state.yml and the key rotation's wait for a reload). Arguments: the configuration's path, kubectl,
 # this node's API server URL. Standard library only: it runs on the node's python3.
 from __future__ import annotations
