@@ -73,9 +73,13 @@ def test_an_unsafe_member_is_refused(tmp_path):
         pyimage.install_wheel(str(wheel), str(tmp_path / "stage"))
 
 
-def test_the_operator_role_defaults_to_the_bundles_reference():
-    with open(os.path.join(ROOT, "roles", "operator", "defaults", "main.yml"), encoding="utf-8") as handle:
-        default = re.search(r"^operator_image:\s*(\S+)", handle.read(), re.M).group(1)
+@pytest.mark.parametrize("role, name", [("operator", "operator_image"), ("fleet", "fleet_image")])
+def test_without_a_bundle_read_the_roles_default_to_the_reference_the_bundle_builds(role, name):
+    """Their default is the manifest's reference as the artifacts role recorded it, else this one."""
+    with open(os.path.join(ROOT, "roles", role, "defaults", "main.yml"), encoding="utf-8") as handle:
+        text = handle.read()
+    definition = re.search(r"^%s: >-\n((?:  .*\n)+)" % name, text, re.M).group(1)
+    default = re.search(r"\['slipway-operator'\] \| default\('([^']+)'\) \}\}", definition).group(1)
     assert default == pyimage.image_ref() == "localhost/slipway/operator:" + pyimage.galaxy_version()
 
 
