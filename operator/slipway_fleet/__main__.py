@@ -14,15 +14,15 @@ import socket
 import sys
 
 # One HTTP server, one kopf login and one way to run and stop the leader's tasks for both controllers.
+from slipway_operator import collection
 from slipway_operator.__main__ import login_info, run_until_one_stops, serve_and_lead
 
 from . import controller, jobs
 
 
 def galaxy_version(collections_path: str) -> str:
-    path = os.path.join(collections_path.split(os.pathsep)[0], "ansible_collections", "slipway", "cluster", "galaxy.yml")
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(collection.root(collections_path) / "galaxy.yml", encoding="utf-8") as handle:
             for line in handle:
                 if line.startswith("version:"):
                     return line.split(":", 1)[1].strip().strip("'\"")
@@ -38,8 +38,7 @@ def parse(argv: list[str]) -> controller.Options:
     parser.add_argument("--namespace", action="append", default=[],
                         help="watch only this namespace (repeatable; default: every namespace, which needs the rights of "
                              "operator/rbac/slipway-fleet-every-namespace.yml)")
-    parser.add_argument("--collections-path", default=os.environ.get("ANSIBLE_COLLECTIONS_PATH", "/usr/share/ansible/collections"),
-                        help="where ansible_collections/slipway/cluster is (its model checks each spec)")
+    collection.add_option(parser, "where ansible_collections/slipway/cluster is (its model checks each spec)")
     parser.add_argument("--max-parallel", type=int, default=5, help="operations running at once in the management cluster")
     parser.add_argument("--max-parallel-per-namespace", type=int, default=2,
                         help="operations of one namespace (one tenant) running at once")

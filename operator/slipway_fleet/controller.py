@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from slipway_operator import collection
+
 from . import jobs
 from . import kubeconfig as target_kubeconfig
 from . import spec as fleet
@@ -109,7 +111,7 @@ class Controller:  # pylint: disable=too-many-instance-attributes
         self.core = client.CoreV1Api(api_client)
         self.batch = client.BatchV1Api(api_client)
         self.rbac = client.RbacAuthorizationV1Api(api_client)
-        self.model = model_module or fleet.load_model(options.collections_path)
+        self.model = model_module or collection.model(options.collections_path)
         # The model reads the fleet's own bundle only, and no file or server a tenant names.
         self.bundle = tenancy.FleetBundle(bundle if bundle is not None else fleet.bundle_reader(options.collections_path),
                                           options.jobs.bundle_mount)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from slipway_operator import collection
 from slipway_operator.logic import ansible_config
 
 from . import jobs
@@ -279,7 +280,7 @@ def write_known_hosts(work: Path, lines: list[str]) -> Path:
 def run_playbook(run: dict, inventory: Path, extravars: Path, work: Path, collections_path: str,  # pylint: disable=too-many-arguments
                  known_hosts: Path):
     import ansible_runner  # pylint: disable=import-outside-toplevel
-    root = Path(collections_path.split(os.pathsep)[0]) / "ansible_collections" / "slipway" / "cluster"
+    root = collection.root(collections_path)
     (work / "runner").mkdir(parents=True, exist_ok=True)
     playbook = run["playbook"] if os.path.isabs(run["playbook"]) else str(root / "playbooks" / run["playbook"])
     env = {"ANSIBLE_COLLECTIONS_PATH": collections_path, "ANSIBLE_NOCOLOR": "1",
@@ -336,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:  # pylint: disable=too-many-loca
     parser.add_argument("--ssh", type=Path, default=Path(jobs.SSH_DIR))
     parser.add_argument("--kubeconfig-dir", type=Path, default=Path(jobs.KUBECONFIG_DIR))
     parser.add_argument("--secret-variables", type=Path, default=Path(jobs.SECRET_VARIABLES_DIR))
-    parser.add_argument("--collections-path", default=os.environ.get("ANSIBLE_COLLECTIONS_PATH", "/usr/share/ansible/collections"))
+    collection.add_option(parser, None)
     parser.add_argument("--termination-log", type=Path, default=Path(TERMINATION_LOG))
     parser.add_argument("--kubeconfig", help="for the Secret: a kubeconfig (default: the pod's service account)")
     args = parser.parse_args(argv)

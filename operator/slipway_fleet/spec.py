@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from slipway_operator import collection
 
 GROUP, VERSION = "fleet.slipway.io", "v1alpha1"
 CLUSTERS, OPERATIONS = "slipwayclusters", "slipwayoperations"
@@ -65,21 +64,9 @@ SETTING_FIELDS = {
 }
 
 
-def load_model(collections_path: str):
-    """The collection's model module (plugins/module_utils/_model.py) from ``collections_path``, the
-    directory that holds ansible_collections/slipway/cluster (the image's ANSIBLE_COLLECTIONS_PATH)."""
-    root = collections_path.split(os.pathsep)[0]
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    from ansible_collections.slipway.cluster.plugins.module_utils import _model  # pylint: disable=import-outside-toplevel
-    return _model
-
-
 def bundle_reader(collections_path: str):
     """The bundle reader of the collection's cluster_model action plugin (its manifest and sha256 checks)."""
-    load_model(collections_path)
-    from ansible_collections.slipway.cluster.plugins.action.cluster_model import LocalBundle  # pylint: disable=import-outside-toplevel
-    return LocalBundle()
+    return collection.load(collections_path, "plugins.action.cluster_model").LocalBundle()
 
 
 # --- the spec as an inventory ----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from . import app, election, logic
+from . import app, collection, election
 
 LOGGER = logging.getLogger("slipway_operator")
 
@@ -30,8 +30,7 @@ def parse(argv: list[str]) -> app.Options:
                         help="kubeconfig to use (default: the pod's service account)")
     parser.add_argument("--namespace", default="kubesphere-system")
     parser.add_argument("--name", default="ks-installer", help="the ClusterConfiguration to reconcile")
-    parser.add_argument("--collections-path", default=os.environ.get("ANSIBLE_COLLECTIONS_PATH", "/usr/share/ansible/collections"),
-                        help="where ansible_collections/slipway/cluster is")
+    collection.add_option(parser)
     parser.add_argument("--playbook", help="default: playbooks/kubesphere.yml of the collection")
     parser.add_argument("--extra-vars", type=Path, help="a YAML file of variables for the playbook (kubesphere_* settings)")
     parser.add_argument("--port", type=int, default=8080, help="port of /healthz, /readyz and /metrics")
@@ -44,7 +43,7 @@ def parse(argv: list[str]) -> app.Options:
     parser.add_argument("--identity", default=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}")
     parser.add_argument("--workdir", default="", help="ansible-runner's directory (default: a new temporary one)")
     args = parser.parse_args(argv)
-    root = Path(args.collections_path.split(":")[0]) / "ansible_collections" / "slipway" / "cluster"
+    root = collection.root(args.collections_path)
     extra = yaml.safe_load(args.extra_vars.read_text()) if args.extra_vars else {}
     return app.Options(kubeconfig=args.kubeconfig, namespace=args.namespace, name=args.name,
                        collections_path=args.collections_path,
@@ -167,8 +166,7 @@ async def lead(options: app.Options, metrics: app.Metrics, state: dict, stop: as
     else:
         config.load_incluster_config()
         api_client = client.ApiClient()
-    root = Path(options.playbook).resolve().parents[1]
-    planner = logic.load_planner(root)
+    planner = collection.planner(options.collections_path)
     elector = election.LeaseElector(client.CoordinationV1Api(api_client), options.namespace, options.lease_name, options.identity)
     state["ready"] = True
     acquiring = asyncio.ensure_future(elector.acquire())

@@ -4,7 +4,8 @@
   ``quiet`` seconds (but never later than ``max_wait`` after its first trigger).
 - ``backoff_delay``: when a failed component is retried.
 - ``component_states`` / ``status_counts``: the components and their statuses as the collection's
-  own catalogue (plugins/module_utils/_cluster_configuration.py) reads them from the resource.
+  own catalogue (plugins/module_utils/_cluster_configuration.py, loaded by collection.planner) reads them from the
+  resource.
 - ``transitions``: the Events a reconcile posts, from the statuses before and after it.
 - ``ansible_config``: the ansible.cfg of the playbook runs in the operator's and the fleet's pods (the poll interval,
   facts not injected as variables).
@@ -12,8 +13,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,31 +105,6 @@ def playbook_vars(sources: list[str], kubeconfig: str, extra: dict) -> dict:
     # or edited by hand comes back. Edits and retries act on what changed only.
     variables["kubesphere_reapply"] = "resync" in sources
     return variables
-
-
-def load_planner(collection_root: Path):
-    """The collection's own plan module (plugins/module_utils/_cluster_configuration.py, which
-    cluster_configuration_info runs): its catalogue and its plan (one implementation with the playbook).
-
-    Loaded by file path, as a module of its own: ``collection_root`` is a checkout or the image's copy, not
-    necessarily under ansible_collections/slipway/cluster. So that file imports the standard library only
-    (tests/unit/plugins/module_utils/test_imports.py fails when it imports anything else)."""
-    path = Path(collection_root) / "plugins" / "module_utils" / "_cluster_configuration.py"
-    name = "slipway_operator._cluster_configuration"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def load_catalogue(collection_root: Path) -> tuple:
-    """The component catalogue of the collection the operator runs."""
-    return load_planner(collection_root).CATALOGUE
 
 
 # What a run of playbooks/kubesphere.yml acts on: without any of these in the plan it changes nothing.

@@ -8,7 +8,6 @@ ties those to the model's): they must be the same values."""
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import Any
 
@@ -16,12 +15,12 @@ import pytest
 import yaml
 
 from slipway_fleet import spec as fleet
+from slipway_operator import collection
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CRD = os.path.join(ROOT, "operator", "crds", "fleet.slipway.io.yml")
 
-fleet.load_model(os.path.join(ROOT, ".cache", "collections"))
-HOME = importlib.import_module("ansible_collections.slipway.cluster.plugins.module_utils._settings").DEFAULT_SETTINGS
+HOME = collection.load(os.path.join(ROOT, ".cache", "collections"), "plugins.module_utils._settings").DEFAULT_SETTINGS
 with open(os.path.join(ROOT, "roles", "preflight", "meta", "argument_specs.yml"), encoding="utf-8") as _handle:
     OPTIONS = yaml.safe_load(_handle)["argument_specs"]["main"]["options"]
 

@@ -10,11 +10,12 @@ import pytest
 import yaml
 
 from slipway_fleet import spec as fleet
+from slipway_operator import collection
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 COLLECTIONS = os.path.join(ROOT, ".cache", "collections")
-MODEL = fleet.load_model(COLLECTIONS)
+MODEL = collection.model(COLLECTIONS)
 
 
 def cluster(**changes) -> dict:

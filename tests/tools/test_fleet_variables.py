@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import glob
-import importlib
 import json
 import os
 import re
@@ -18,14 +17,14 @@ import pytest
 import yaml
 
 from slipway_fleet import spec as fleet
+from slipway_operator import collection
 from slipway_fleet import variables
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 ACCEPTED, REFUSED, SECRET, problems = variables.ACCEPTED, variables.REFUSED, variables.SECRET, variables.problems
 # kubespray's names the model knows, from the collection as the fleet's image holds it (the checkout's link).
-fleet.load_model(os.path.join(ROOT, ".cache", "collections"))
-KUBESPRAY = importlib.import_module("ansible_collections.slipway.cluster.plugins.module_utils._kubespray").KUBESPRAY
+KUBESPRAY = collection.load(os.path.join(ROOT, ".cache", "collections"), "plugins.module_utils._kubespray").KUBESPRAY
 
 
 @functools.lru_cache(maxsize=None)

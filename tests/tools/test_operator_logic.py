@@ -1,5 +1,6 @@
 """The operator's pure decisions (operator/slipway_operator/logic.py): coalescing, backoff, status to
-metrics and Events. The component catalogue is the collection's own (plugins/module_utils)."""
+metrics and Events. The component catalogue is the collection's own (plugins/module_utils, loaded by
+slipway_operator.collection from the checkout's link under .cache/collections)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import os
 
 import pytest
 
-from slipway_operator import logic
+from slipway_operator import collection, logic
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-CATALOGUE = logic.load_catalogue(ROOT)
+COLLECTIONS = os.path.join(ROOT, ".cache", "collections")
+CATALOGUE = collection.planner(COLLECTIONS).CATALOGUE
 
 
 # --- coalescing -------------------------------------------------------------------------------------
@@ -212,7 +214,7 @@ def test_a_failed_reconcile_is_retried_with_backoff_until_it_succeeds(tmp_path):
 
 # --- whether a reconcile runs the playbook: the collection's own plan ----------------------------------
 
-PLANNER = logic.load_planner(ROOT)
+PLANNER = collection.planner(COLLECTIONS)
 
 
 def _cc(spec, status=None):

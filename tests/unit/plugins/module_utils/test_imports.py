@@ -1,19 +1,15 @@
 # The shape of plugins/module_utils, read from the source: the modules import each other at the top only (no
-# function-local import that would hide a cycle) and without a cycle, and _cluster_configuration.py, which the
-# operator loads by file path outside the collection (operator/slipway_operator/logic.py load_planner), imports
-# the standard library only.
+# function-local import that would hide a cycle) and without a cycle.
 from __future__ import annotations
 
 import ast
 import os
-import sys
 
 import pytest
 
 COLLECTION = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 MODULE_UTILS = os.path.join(COLLECTION, "plugins", "module_utils")
 PACKAGE = "ansible_collections.slipway.cluster.plugins.module_utils"
-STANDALONE = ("_cluster_configuration",)
 
 
 def modules() -> list[str]:
@@ -97,12 +93,3 @@ def test_the_collection_is_imported_at_the_top_of_the_module_only(name):
 def test_each_module_utils_file_exists_that_another_imports():
     missing = {target for targets in graph().values() for target in targets} - set(modules())
     assert not missing
-
-
-@pytest.mark.parametrize("name", STANDALONE)
-def test_the_module_the_operator_loads_by_file_path_imports_the_standard_library_only(name):
-    # load_planner executes the file as a module of its own, with no ansible_collections on the path: an import of
-    # the collection or of a third-party library would fail in the operator's image only.
-    outside = sorted({module.split(".")[0] for node in ast.walk(parse(name)) for module in imported(node)}
-                     - set(sys.stdlib_module_names) - {"__future__"})
-    assert outside == []
