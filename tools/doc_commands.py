@@ -11,7 +11,7 @@ playbook and the names of its options (`-i`, `-e certs_action`, `--limit`, `--ch
 in their values (`INVENTORY` or `inventories/mycluster/hosts.yml`) have the same form.
 
 The Molecule scenarios run such a command exactly as written, from the repository's root, with the placeholders
-filled with the lab's values (molecule/lifecycle/files/stage.py --documented); tests/tools/test_doc_commands.py checks
+filled with the lab's values (molecule/resources/files/stage.py --documented); tests/tools/test_doc_commands.py checks
 that every documented form of a day-2 playbook is run by some scenario.
 """
 from __future__ import annotations

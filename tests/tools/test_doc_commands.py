@@ -106,7 +106,7 @@ def test_every_day2_playbook_has_a_documented_command():
 
 
 def test_stage_runs_a_documented_command_from_the_root_with_relative_paths(tmp_path):
-    spec = importlib.util.spec_from_file_location("stage", ROOT / "molecule" / "lifecycle" / "files" / "stage.py")
+    spec = importlib.util.spec_from_file_location("stage", ROOT / "molecule" / "resources" / "files" / "stage.py")
     stage = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(stage)
     inventory = tmp_path / "docscenario" / "inventory"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Run one step of the lifecycle scenario: set the inventory's groups, run a playbook, judge its recap.
+"""Run one step of a Molecule scenario: set the inventory's groups, run a playbook, judge its recap.
 
     stage.py --inventory-dir DIR --node cp1:kube_control_plane,etcd --node w1:kube_node \
              --playbook playbooks/scale.yml [--extra KEY=VALUE ...] [--limit HOSTS] [--check] --log LOG \
@@ -40,7 +40,7 @@ def stage_inventory(nodes: list[str]) -> str:
         name, _sep, names = spec.partition(":")
         for group in filter(None, names.split(",")):
             groups.setdefault(group, []).append(name)
-    lines = ["# Written by molecule/lifecycle/files/stage.py: the groups of this step of the scenario.", "---", "all:", "  children:"]
+    lines = ["# Written by molecule/resources/files/stage.py: the groups of this step of the scenario.", "---", "all:", "  children:"]
     for group, members in groups.items():
         lines.append(f"    {group}:")
         lines.append("      hosts:")
