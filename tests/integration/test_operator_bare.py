@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from slipway_operator import collection
 
 from conftest import ROOT, run
 from kube_apiserver import fixture_kube_api, free_port, stop_processes  # pylint: disable=unused-import  # its API server, for this module
@@ -55,10 +56,13 @@ SETTINGS = {"kubesphere_image_pull_policy": "Never", "kubesphere_wait": True, "k
 EVERY_COMPONENT = {"metrics_server": {"enabled": True}, "alerting": {"enabled": True}, "auditing": {"enabled": True},
                    "events": {"enabled": True, "ruler": {"enabled": True}},
                    "logging": {"enabled": True, "logsidecar": {"enabled": True}}}
-STATUS_PATHS = {"metrics_server": ("metricsServer",), "common.es": ("es",), "common.opensearch": ("opensearch",),
-                "common.fluentbit": ("fluentbit",), "core": ("core",), "monitoring": ("monitoring",),
-                "alerting": ("alerting",), "auditing": ("auditing",), "events": ("events",),
-                "events.ruler": ("events", "ruler"), "logging": ("logging",), "logging.logsidecar": ("logging", "logsidecar")}
+# Where each component the role installs (its table, roles/kubesphere/vars/main.yml) has its status entry: the
+# catalogue's status key (plugins/module_utils/_cluster_configuration.py).
+with open(ROOT / "roles" / "kubesphere" / "vars" / "main.yml", encoding="utf-8") as _handle:
+    _IMPLEMENTED = yaml.safe_load(_handle)["_kubesphere_components"]
+STATUS_PATHS = {component.name: component.status_path
+                for component in collection.planner(str(ROOT / ".cache" / "collections")).CATALOGUE
+                if component.name in _IMPLEMENTED}
 # One object of each component, which only its install makes.
 OBJECTS = {"metrics_server": "/apis/apps/v1/namespaces/kube-system/deployments/metrics-server",
            "common.es": "/apis/apps/v1/namespaces/kubesphere-logging-system/statefulsets/elasticsearch-logging-data",

@@ -25,9 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from slipway_operator import collection
+
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "lab" / "lab.py"
-NAMESPACE = "kubesphere-system"
+# The ClusterConfiguration and its components as the collection's catalogue has them (make collection links it).
+PLANNER = collection.planner(str(ROOT / ".cache" / "collections"))
+NAMESPACE, NAME = PLANNER.DEFAULT_NAMESPACE, PLANNER.DEFAULT_NAME
 POLL = 0.2
 LIMIT = 900.0
 SETTINGS = ("slipway_artifacts_source=bundle", "control_plane_coredns_upstreams=[]", "slipway_kubesphere_enabled=true",
@@ -57,13 +61,13 @@ class Cluster:
         return proc.stdout
 
     def cc(self) -> dict:
-        return json.loads(self.kubectl("-n", NAMESPACE, "get", "clusterconfiguration", "ks-installer", "-o", "json"))
+        return json.loads(self.kubectl("-n", NAMESPACE, "get", "clusterconfiguration", NAME, "-o", "json"))
 
-    def status_of(self, key: str) -> str | None:
-        return ((self.cc().get("status") or {}).get(key) or {}).get("status")
+    def status_of(self, component: str) -> str | None:
+        return (PLANNER.status_entry(self.cc().get("status"), PLANNER.COMPONENTS[component]) or {}).get("status")
 
     def patch(self, spec: dict) -> None:
-        self.kubectl("-n", NAMESPACE, "patch", "clusterconfiguration", "ks-installer", "--type=merge",
+        self.kubectl("-n", NAMESPACE, "patch", "clusterconfiguration", NAME, "--type=merge",
                      "--patch", json.dumps({"spec": spec}))
 
     def leader_metrics(self) -> dict[str, float]:

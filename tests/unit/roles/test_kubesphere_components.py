@@ -1,11 +1,14 @@
 # Unit tests of the kubesphere role's component table (_kubesphere_components in vars/main.yml), which says how
 # a component is installed: its entries are components of the plan's catalogue, the one home of what a component
 # is (status key, parent, install order), and repeat none of it; it names only files, images and readiness checks
-# that exist, and the role walks it with includes at most two deep from tasks/main.yml.
+# that exist, and the role walks it with includes at most two deep from tasks/main.yml. Every other list of the
+# components (the role's argument specs, docs/kubesphere.md, the operator role's namespaces) agrees with those two,
+# and no file outside them and the lists checked here names the components again.
 from __future__ import annotations
 
 import os
 import re
+import subprocess
 
 import pytest
 import yaml
@@ -168,3 +171,95 @@ def test_includes_go_at_most_two_deep_from_main():
 
 def test_no_task_file_per_component():
     assert not os.path.exists(os.path.join(ROLE, "tasks", "components"))
+
+
+# --- the other lists of components agree with the catalogue and the table ----------------------------------------
+
+SPECS = load(ROLE, "meta", "argument_specs.yml")["argument_specs"]["main"]
+DOCS = os.path.join(COLLECTION, "docs", "kubesphere.md")
+NAMED = re.compile(r"[VC`]\(?([a-z_]+(?:\.[a-z_]+)?)\)?`?")
+
+
+def doc_text():
+    with open(DOCS, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def names_in(text):
+    return [name for name in NAMED.findall(text) if name in cc.COMPONENTS]
+
+
+def test_the_argument_specs_name_the_implemented_components():
+    listing = next(item for item in SPECS["description"] if item.startswith("Implemented are"))
+    assert sorted(set(names_in(listing.split("Any other")[0]))) == NAMES
+
+
+def test_the_argument_specs_defaults_are_the_defaults_key_for_key():
+    """kubesphere_images among them: its default is documented in the specs and set in defaults/main.yml."""
+    defaults = load(ROLE, "defaults", "main.yml")
+    assert set(SPECS["options"]) >= set(defaults), set(defaults) - set(SPECS["options"])
+    for name, value in defaults.items():
+        assert SPECS["options"][name].get("default") == value, name
+
+
+def test_the_docs_list_the_components_in_install_order_and_what_is_implemented():
+    text = doc_text()
+    order = text.split("then installs and reapplies in install order:", 1)[1].split("A rerun", 1)[0]
+    assert names_in(order) == list(cc.COMPONENT_NAMES)
+    implemented = text.split("## What is implemented", 1)[1].split("Not supported yet, recorded as `failed`", 1)
+    rows = re.findall(r"^\| `([a-z_.]+)` \|", implemented[0], flags=re.MULTILINE)
+    assert sorted(rows) == NAMES
+    unsupported = implemented[1].split("Settings `monitoring`", 1)[0]
+    assert names_in(unsupported) == [name for name in cc.COMPONENT_NAMES if name not in TABLE]
+
+
+def test_the_operator_role_makes_the_namespaces_of_the_components():
+    """roles/operator creates the components' namespaces (its Roles live there) and may touch those only."""
+    wanted = sorted({cc.DEFAULT_NAMESPACE} | {namespace for entry in TABLE.values() for namespace in entry["namespaces"]})
+    tasks = load(COLLECTION, "roles", "operator", "tasks", "main.yml")
+    created = next(task for block in tasks for task in block.get("block", [])
+                   if task.get("name") == "Create the namespaces of the operator and of the components")
+    assert sorted(created["loop"]) == wanted
+    with open(os.path.join(COLLECTION, "roles", "operator", "templates", "operator.yml.j2"), encoding="utf-8") as handle:
+        template = handle.read()
+    allowed = re.search(r"resources: \[namespaces\]\n\s+verbs: \[get, create, patch, update\]\n\s+resourceNames: \[([^]]+)\]",
+                        template)
+    assert allowed and sorted(name.strip() for name in allowed.group(1).split(",")) == wanted
+    granted = set(re.findall(r"^  '([a-z-]+)': \{$", template, flags=re.MULTILINE))
+    assert granted - {"kube-system"} <= set(wanted), granted - set(wanted)
+
+
+# Names of components that no other word shares: a file naming several of them is a list of the components.
+DISTINCT = tuple(name for name in cc.COMPONENT_NAMES if "." in name or "_" in name)
+# The homes (the catalogue, the role's table) and the lists these tests and the modules' tests keep equal to them.
+LISTS = {"plugins/module_utils/_cluster_configuration.py", "roles/kubesphere/vars/main.yml",
+         "plugins/modules/component_status.py", "plugins/modules/cluster_configuration_info.py",
+         "roles/kubesphere/meta/argument_specs.yml", "docs/kubesphere.md"}
+# Tests name components as expectations; changelog fragments and measurements are records of their time.
+NOT_LISTS = ("tests/", "changelogs/", "docs/measurements/")
+
+
+def tracked_files():
+    try:
+        listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=COLLECTION, check=True,
+                                capture_output=True, text=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        listed = [os.path.relpath(os.path.join(top, name), COLLECTION) for top, _dirs, names in os.walk(COLLECTION)
+                  for name in names]
+    return sorted(path for path in listed if path.endswith((".py", ".yml", ".yaml", ".j2", ".md", ".json"))
+                  and not path.startswith(NOT_LISTS))
+
+
+def test_no_other_file_lists_the_components():
+    found = {}
+    for path in tracked_files():
+        try:
+            with open(os.path.join(COLLECTION, path), encoding="utf-8") as handle:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError):
+            continue
+        named = [name for name in DISTINCT if re.search(r"(?<![\w.])" + re.escape(name) + r"(?![\w])", text)]
+        if len(named) >= 4 and path not in LISTS:
+            found[path] = named
+    assert found == {}, ("a list of KubeSphere components outside the catalogue (plugins/module_utils/"
+                         "_cluster_configuration.py) and the role's table: derive it from them", found)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 import yaml
@@ -95,3 +96,15 @@ def test_api_errors_fail_the_module(monkeypatch, served):
     else:
         assert kind == "exit"
         assert result["crd_installed"] is False
+
+
+def test_docs_list_every_component_in_install_order_with_its_status_key():
+    """The module's description names the catalogue's components (_cluster_configuration.CATALOGUE, their one home)
+    in its order, each with ks-installer's status key where that is not its own name."""
+    description = yaml.safe_load(cluster_configuration_info.DOCUMENTATION)["description"]
+    listing = next(item for item in description if item.startswith("The components, with the status key"))
+    named = re.findall(r"V\(([\w.]+)\)(?: \(C\(([\w.]+)\)\))?", listing)
+    assert [name for name, _key in named] == list(cc.COMPONENT_NAMES)
+    for name, key in named:
+        status_key = ".".join(cc.COMPONENTS[name].status_path)
+        assert (key or name) == status_key, f"{name}: status key {status_key}, the docs say {key or name}"
