@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import pathlib
 
@@ -32,20 +33,21 @@ def test_the_plan_and_the_model_are_the_collections_own_modules():
 
 @pytest.mark.parametrize("environment, expected", [({}, collection.DEFAULT_COLLECTIONS_PATH),
                                                    ({"ANSIBLE_COLLECTIONS_PATH": "/x:/y"}, "/x:/y")])
-def test_every_command_defaults_to_the_same_collections_path(monkeypatch, tmp_path, environment, expected):
+def test_every_command_defaults_to_the_same_collections_path(monkeypatch, environment, expected):
     monkeypatch.delenv("ANSIBLE_COLLECTIONS_PATH", raising=False)
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     assert operator_main.parse([]).collections_path == expected
     assert fleet_main.parse([]).collections_path == expected
     seen = {}
-    monkeypatch.setattr(runner, "prepare", lambda *args: (_ for _ in ()).throw(RuntimeError("stop")))
-    monkeypatch.setattr(runner.argparse.ArgumentParser, "parse_args",
-                        lambda self, argv=None: seen.setdefault("args", self.parse_known_args(argv)[0]))
-    (tmp_path / "op.json").write_text('{"type": "create", "namespace": "n", "cluster": "c", "operation": "o", '
-                                      '"playbook": "site.yml"}')
-    runner.main(["--input", str(tmp_path), "--work", str(tmp_path / "work"),
-                 "--termination-log", str(tmp_path / "log")])
+
+    def parsed_then_stop(parser, argv=None):
+        seen["args"] = argparse.ArgumentParser.parse_known_args(parser, argv)[0]
+        raise SystemExit(0)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parsed_then_stop)
+    with pytest.raises(SystemExit):
+        runner.main([])
     assert seen["args"].collections_path == expected
 
 
