@@ -102,43 +102,71 @@ def raise_kernel_limits(proc_sys: Path = Path("/proc/sys")) -> list[str]:
     return notes
 
 
-# The lab is offline: its nodes reach each other, and the package registries through podman's NAT, nothing else. A
-# private address that is none of the lab's (a Service's ClusterIP on a port the Service no longer has, a pod subnet
-# no node has yet) would otherwise leave through this machine's uplink, whose network may answer any TCP connection:
-# the conformance suite's "Services should serve endpoints on same port and different protocols" then found a
-# removed port still answering. On a machine's own network nobody has those addresses; here the forwarded packet is
-# refused (ICMP net unreachable) by a chain of the lab's own in this machine's FORWARD chain, made once by `up`.
+# The lab is offline: its nodes reach each other, this machine's DNS resolver, and the package registries through
+# podman's NAT, nothing else. A private address that is none of these (a Service's ClusterIP on a port the Service no
+# longer has, a pod subnet no node has yet) would otherwise leave through this machine's uplink, whose network may
+# answer any TCP connection: the conformance suite's "Services should serve endpoints on same port and different
+# protocols" then found a removed port still answering. On a machine's own network nobody has those addresses; here
+# the forwarded packet is refused (ICMP net unreachable) by a chain of the lab's own first in this machine's FORWARD
+# chain, made by `up`. The resolvers of /etc/resolv.conf pass: the nodes (and containers like the trixie controller
+# of tests/trixie-controller.sh) resolve the registries' names through them, and they may have private addresses.
 LAB_CIDR = "10.88.0.0/16"
 PRIVATE_CIDRS = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
 FIREWALL_CHAIN = "SLIPWAY-LAB"
+RESOLV_CONF = Path("/etc/resolv.conf")
 
 
-def firewall_rules() -> list[list[str]]:
-    """The lab chain's rules, in order: the lab's own network passes, any other private address is refused."""
+def nameservers(resolv_conf: Path = RESOLV_CONF) -> list[str]:
+    """The IPv4 resolvers of resolv.conf, in its order."""
+    found = []
+    with contextlib.suppress(OSError):
+        for line in resolv_conf.read_text(encoding="utf-8").splitlines():
+            fields = line.split()
+            if len(fields) >= 2 and fields[0] == "nameserver":
+                with contextlib.suppress(ValueError):
+                    if ipaddress.ip_address(fields[1]).version == 4 and fields[1] not in found:
+                        found.append(fields[1])
+    return found
+
+
+def firewall_rules(resolvers: Sequence[str] = ()) -> list[list[str]]:
+    """The lab chain's rules, in order: the lab's own network and the resolvers pass, any other private address is
+    refused."""
     rules = [["-s", LAB_CIDR, "-d", LAB_CIDR, "-j", "RETURN"]]
+    rules += [["-s", LAB_CIDR, "-d", f"{address}/32", "-j", "RETURN"] for address in resolvers]
     rules += [["-s", LAB_CIDR, "-d", cidr, "-j", "REJECT", "--reject-with", "icmp-net-unreachable"]
               for cidr in PRIVATE_CIDRS]
     return rules
 
 
-def keep_offline(run: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> list[str]:
-    """Make the lab chain and its jump from FORWARD where they are missing; one line per change."""
-    def iptables(*args: str) -> bool:
-        return run(["iptables", "-w", *args], check=False, capture_output=True, text=True).returncode == 0
+def keep_offline(run: Callable[..., subprocess.CompletedProcess] = subprocess.run,
+                 resolv_conf: Path = RESOLV_CONF) -> list[str]:
+    """Make the lab chain (its rules exactly, in order) and its jump from FORWARD where they differ; a line per
+    change."""
+    def iptables(*args: str) -> subprocess.CompletedProcess:
+        return run(["iptables", "-w", *args], check=False, capture_output=True, text=True)
 
     def must(*args: str) -> None:
-        if not iptables(*args):
+        if iptables(*args).returncode != 0:
             raise LabError(f"iptables {' '.join(args)} failed: the lab needs root and iptables on this machine")
 
     notes = []
-    if not iptables("-S", FIREWALL_CHAIN):
+    wanted = firewall_rules(nameservers(resolv_conf))
+    listed = iptables("-S", FIREWALL_CHAIN)
+    if listed.returncode != 0:
         must("-N", FIREWALL_CHAIN)
         notes.append(f"made the iptables chain {FIREWALL_CHAIN} on this machine (lab traffic to other private "
                      "addresses is refused)")
-    for rule in firewall_rules():
-        if not iptables("-C", FIREWALL_CHAIN, *rule):
+        have: list[str] = []
+    else:
+        have = [line for line in listed.stdout.splitlines() if line.startswith(f"-A {FIREWALL_CHAIN} ")]
+    if have != [" ".join(["-A", FIREWALL_CHAIN, *rule]) for rule in wanted]:
+        must("-F", FIREWALL_CHAIN)
+        for rule in wanted:
             must("-A", FIREWALL_CHAIN, *rule)
-    if not iptables("-C", "FORWARD", "-j", FIREWALL_CHAIN):
+        if have:
+            notes.append(f"rewrote the rules of {FIREWALL_CHAIN} on this machine")
+    if iptables("-C", "FORWARD", "-j", FIREWALL_CHAIN).returncode != 0:
         must("-I", "FORWARD", "1", "-j", FIREWALL_CHAIN)
         notes.append(f"FORWARD now starts with {FIREWALL_CHAIN} on this machine")
     return notes
