@@ -11,8 +11,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$here/../lab/containers.conf}
 MIRROR=${SLIPWAY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # What ansible-test needs of its controller: Python with venv (ansible-test makes its own virtualenvs) and the
-# certificates pip verifies PyPI with.
-PACKAGES=python3,python3-venv,ca-certificates
+# certificates pip verifies PyPI with; and what a Molecule scenario's playbooks need of theirs (tests/ansible-core.sh
+# molecule): the OpenSSH client the lab's nodes are reached with.
+PACKAGES=python3,python3-venv,ca-certificates,openssh-client
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/slipway/controller
 key=$({ cat "$0"; echo "$MIRROR $PACKAGES"; } | sha256sum | cut -c1-12)
 rootfs=$cache/trixie-$key

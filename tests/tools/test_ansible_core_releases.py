@@ -71,12 +71,22 @@ def test_the_script_knows_each_release_and_its_python():
     assert "2.21" in trixie and "2.19" not in trixie
 
 
-def test_a_scenario_of_make_test_runs_from_the_oldest_release():
+def test_scenarios_of_make_test_run_from_the_oldest_and_the_newest_release():
     scenarios = re.search(r"^SCENARIOS\s*\?=\s*(.*)$", (ROOT / "Makefile").read_text(), re.MULTILINE).group(1).split()
-    pinned_to = {name: version for name, _at, version in (s.partition("@") for s in scenarios) if version}
+    pinned_to = {version: name for name, _at, version in (s.partition("@") for s in scenarios) if version}
     for name in (s.partition("@")[0] for s in scenarios):
         assert (ROOT / "molecule" / name / "molecule.yml").is_file(), f"SCENARIOS names {name}, which is no scenario"
-    oldest = sorted(releases(), key=lambda v: tuple(map(int, v.split("."))))[0]
-    assert oldest in pinned_to.values(), f"no scenario of make test runs from ansible-core {oldest}"
+    ordered = sorted(releases(), key=lambda v: tuple(map(int, v.split("."))))
+    oldest, newest = ordered[0], ordered[-1]
+    assert oldest in pinned_to, f"no scenario of make test runs from ansible-core {oldest}"
+    assert newest in pinned_to, f"no scenario of make test runs from ansible-core {newest}"
+    # The newest's is a cluster: its converge is site.yml.
+    converge = (ROOT / "molecule" / pinned_to[newest] / "converge.yml").read_text()
+    assert "import_playbook: ../../playbooks/site.yml" in converge, f"{pinned_to[newest]} makes no cluster"
     script = (ROOT / "tests" / "ansible-core.sh").read_text()
-    assert re.search(rf"^\s*{re.escape('.'.join(oldest.split('.')[:2]))}\) package=ansible==", script, re.MULTILINE)
+    molecule = script[script.index('if [ "$command" = molecule ]'):script.index("\nfi\n")]
+    cases = re.findall(r"^\s*((?:\d+\.\d+(?: \| )?)+)\)", molecule, re.MULTILINE)
+    known = {minor(v + ".0") for case in cases for v in case.split(" | ")}
+    assert {minor(oldest), minor(newest)} <= known, "tests/ansible-core.sh molecule knows both releases"
+    # Each run fails on a deprecation warning of the collection's (tests/deprecations.py).
+    assert '"$root/tests/deprecations.py" "$root" "$output" "${steps[@]}" || rc=1' in molecule
